@@ -1,0 +1,215 @@
+r"""Helpers shared by the real-data loaders: atomic writes, processed-file
+bookkeeping, point sampling, normalisation and augmentation."""
+import hashlib
+import json
+import logging
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.data import Data, InMemoryDataset
+from torch_geometric.transforms import BaseTransform
+
+log = logging.getLogger(__name__)
+
+# ---------------------------------------------------------------- file writes
+
+
+def _atomic_write(path: str, write: Callable[[Any], None], mode: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        with os.fdopen(fd, mode) as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def atomic_torch_save(obj: Any, path: str) -> None:
+    r"""Saves :obj:`obj` with :func:`torch.save` to a temporary file in the
+    same folder, then moves it onto :obj:`path` with :func:`os.replace`, so a
+    killed run never leaves a truncated file behind."""
+    _atomic_write(path, lambda f: torch.save(obj, f), "wb")
+
+
+def atomic_write_json(obj: Any, path: str) -> None:
+    r"""Writes :obj:`obj` as indented JSON to :obj:`path` atomically."""
+    _atomic_write(path, lambda f: json.dump(obj, f, indent=2, sort_keys=True), "w")
+
+
+def index_hash(*indices: Tensor | np.ndarray) -> str:
+    r"""A short SHA-256 digest of one or more integer index arrays (as
+    little-endian int64), used to state which split a result was run on."""
+    digest = hashlib.sha256()
+    for index in indices:
+        digest.update(np.asarray(index, dtype="<i8").tobytes())
+        digest.update(b"|")
+    return digest.hexdigest()[:16]
+
+
+def missing_files_error(what: str, paths: Sequence[str], url: str, hint: str) -> FileNotFoundError:
+    r"""A :class:`FileNotFoundError` naming the missing files, where to get
+    them, and where to put them."""
+    missing = "\n".join(f"  {p}" for p in paths if not os.path.exists(p))
+    return FileNotFoundError(
+        f"{what}: missing file(s)\n{missing}\nDownload them from {url} and {hint} "
+        f"(see the 'Real datasets' section of the README)."
+    )
+
+
+# --------------------------------------------------------- processed datasets
+
+
+class SummarizedDataset(InMemoryDataset):
+    r"""An :class:`~torch_geometric.data.InMemoryDataset` whose processed
+    folder holds two files, ``processed_file_names = [data, summary]``: the
+    collated data and a JSON summary of how it was built (counts, failures,
+    processing time). Subclasses call :meth:`save_processed` at the end of
+    :meth:`process` and :meth:`load` on the first processed path."""
+
+    def save_processed(self, data_list: list[Data], info: dict, start: float) -> None:
+        r"""Applies :obj:`pre_filter` and :obj:`pre_transform`, then writes the
+        collated :obj:`data_list` and the summary :obj:`info` atomically.
+        :obj:`start` is the :func:`time.perf_counter` value when processing
+        began."""
+        if self.pre_filter is not None:
+            data_list = [d for d in data_list if self.pre_filter(d)]
+        if self.pre_transform is not None:
+            data_list = [self.pre_transform(d) for d in data_list]
+        data, slices = self.collate(data_list)
+        atomic_torch_save((data.to_dict(), slices, data.__class__), self.processed_paths[0])
+        info = {
+            **info,
+            "dataset": type(self).__name__,
+            "num_items": len(data_list),
+            "processing_seconds": round(time.perf_counter() - start, 2),
+        }
+        atomic_write_json(info, self.processed_paths[1])
+        log.info("%s processed: %s", type(self).__name__, json.dumps(info, sort_keys=True)[:2000])
+
+    def summary(self) -> dict:
+        r"""The processing summary (counts, failures, processing time and
+        the source files), as written by :meth:`process`."""
+        with open(self.processed_paths[1]) as f:
+            return json.load(f)
+
+
+# ------------------------------------------------------------- point clouds
+
+
+def normalize_unit_sphere(points: Tensor) -> Tensor:
+    r"""Centres a cloud :obj:`[n, 3]` at its centroid and scales it so that
+    the furthest point lies on the unit sphere (PointNet convention)."""
+    points = points - points.mean(dim=0, keepdim=True)
+    scale = points.norm(dim=-1).max()
+    return points / scale.clamp_min(torch.finfo(points.dtype).tiny)
+
+
+def sample_surface(
+    pos: Tensor, face: Tensor, num_points: int, generator: torch.Generator
+) -> Tensor:
+    r"""Samples :obj:`num_points` points uniformly from the surface of a
+    triangle mesh: triangles are drawn with probability proportional to their
+    area, then a point uniformly inside each drawn triangle.
+
+    Shapes:
+        - **pos** :math:`(V, 3)`, **face** :math:`(3, T)` -> :math:`(\text{num\_points}, 3)`
+    """
+    pos = pos.double()
+    a, b, c = pos[face[0]], pos[face[1]], pos[face[2]]  # [T, 3] each
+    area = torch.linalg.cross(b - a, c - a).norm(dim=-1)
+    if not bool(area.sum() > 0):
+        raise ValueError("mesh has no triangle of positive area to sample from")
+    tri = torch.multinomial(area, num_points, replacement=True, generator=generator)
+    u, v = torch.rand(2, num_points, 1, dtype=pos.dtype, generator=generator)
+    flip = (u + v) > 1  # reflect into the triangle
+    u, v = torch.where(flip, 1 - u, u), torch.where(flip, 1 - v, v)
+    out = a[tri] + u * (b[tri] - a[tri]) + v * (c[tri] - a[tri])
+    return out.float()
+
+
+def subsample(points: Tensor, num_points: int, generator: torch.Generator) -> Tensor:
+    r"""Draws :obj:`num_points` rows of :obj:`points` without replacement."""
+    if points.size(0) < num_points:
+        raise ValueError(f"cannot draw {num_points} points from a cloud of {points.size(0)}")
+    return points[torch.randperm(points.size(0), generator=generator)[:num_points]]
+
+
+class RandomYRotateJitter(BaseTransform):
+    r"""Training augmentation for point clouds (PointNet/DGCNN convention): a
+    random rotation about the y (up) axis, then Gaussian jitter
+    :math:`\mathcal{N}(0, \sigma^2)` clipped to :math:`[-c, c]`, applied to the
+    coordinates in ``data.x[:, :3]``.
+
+    Args:
+        sigma (float, optional): Jitter standard deviation. (default: :obj:`0.01`)
+        clip (float, optional): Jitter clip value. (default: :obj:`0.05`)
+        max_angle (float, optional): Rotation angles are uniform in
+            :math:`[0, \text{max\_angle})` radians. (default: :math:`2\pi`)
+    """
+
+    def __init__(self, sigma: float = 0.01, clip: float = 0.05, max_angle: float = 2 * math.pi):
+        if sigma < 0 or clip < 0:
+            raise ValueError(f"sigma and clip must be >= 0, got {sigma} and {clip}")
+        self.sigma, self.clip, self.max_angle = sigma, clip, max_angle
+
+    def forward(self, data: Data) -> Data:
+        x = data.x
+        theta = float(torch.rand(()) * self.max_angle)
+        cos, sin = math.cos(theta), math.sin(theta)
+        rot = x.new_tensor([[cos, 0.0, sin], [0.0, 1.0, 0.0], [-sin, 0.0, cos]])
+        xyz = x[:, :3] @ rot.T
+        xyz = xyz + (torch.randn_like(xyz) * self.sigma).clamp(-self.clip, self.clip)
+        data = data.clone()
+        data.x = torch.cat([xyz, x[:, 3:]], dim=-1)
+        return data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(sigma={self.sigma}, clip={self.clip})"
+
+
+def read_h5_clouds(paths: Sequence[str], num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""Reads the ``data`` :math:`(N, P, 3)` and ``label`` :math:`(N)` or
+    :math:`(N, 1)` arrays of the point-cloud HDF5 releases (PointNet's
+    ``modelnet40_ply_hdf5_2048``, ScanObjectNN's ``h5_files``), checks that
+    labels lie in ``[0, num_classes)`` and concatenates them over
+    :obj:`paths`."""
+    import h5py
+
+    points, labels = [], []
+    for path in paths:
+        with h5py.File(path, "r") as f:
+            missing = sorted({"data", "label"} - set(f.keys()))
+            if missing:
+                raise ValueError(f"{path}: HDF5 keys {missing} missing (found {sorted(f.keys())})")
+            data, label = np.asarray(f["data"]), np.asarray(f["label"]).reshape(-1)
+        if data.ndim != 3 or data.shape[-1] < 3 or data.shape[0] != label.shape[0]:
+            raise ValueError(f"{path}: expected data [N, P, 3] and label [N], "
+                             f"got {data.shape} and {label.shape}")
+        bad = sorted(set(label.tolist()) - set(range(num_classes)))
+        if bad:
+            raise ValueError(f"{path}: labels {bad} outside [0, {num_classes})")
+        points.append(data[..., :3])
+        labels.append(label)
+    return np.concatenate(points), np.concatenate(labels).astype(np.int64)
+
+
+def clouds_to_data(points: np.ndarray, labels: np.ndarray, num_points: int,
+                   generator: torch.Generator) -> list[Data]:
+    r"""Turns :math:`(N, P, 3)` clouds into ``Data(x=[num_points, 3], y=[1])``
+    items: a random subset of :obj:`num_points` points, normalised to the
+    unit sphere."""
+    return [
+        Data(x=normalize_unit_sphere(subsample(torch.from_numpy(p).float(), num_points, generator)),
+             y=torch.tensor([int(c)]))
+        for p, c in zip(points, labels, strict=True)
+    ]
