@@ -1,0 +1,223 @@
+r"""Layouts of ragged set batches and the plans that pad them.
+
+A :class:`SetLayout` is computed once from a PyG :obj:`batch` vector and
+shared by every layer of a model: it holds the per-set element counts (read
+to the host once) and caches the index tensors that the attention kernels
+need, so no layer synchronises with the device again.
+
+The padded-dense kernels run on :class:`DensePlan` buckets: groups of sets of
+similar size, each padded to its own largest set.  With a single bucket this
+is exactly :func:`torch_geometric.utils.to_dense_batch`; with several buckets a
+skewed batch (a few huge sets among many small ones) is padded at most
+:obj:`max_padding` times per bucket instead of to the global maximum.
+"""
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+from torch import Tensor
+from torch_geometric.utils import scatter
+
+
+def attention_bias(mask: Tensor, dtype: torch.dtype) -> Tensor:
+    r"""Converts a key mask (:obj:`True` = real element, as returned by
+    :func:`~torch_geometric.utils.to_dense_batch`) into the additive float
+    mask of :func:`~torch.nn.functional.scaled_dot_product_attention`.
+
+    This is the only place where the project's mask convention meets
+    PyTorch's.  Padding gets the most negative finite value of :obj:`dtype`
+    (not :obj:`-inf`), so a set without any element gives a uniform
+    distribution over zero-padded values, i.e. an exactly zero output, and
+    never a NaN.
+
+    Args:
+        mask (torch.Tensor): Boolean key mask of shape :obj:`[B, M]`.
+        dtype (torch.dtype): The dtype of the attention scores.
+
+    Returns:
+        torch.Tensor: Bias of shape :obj:`[B, 1, 1, M]`.
+    """
+    bias = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
+    bias = bias.masked_fill(~mask, torch.finfo(dtype).min)
+    return bias[:, None, None, :]
+
+
+@dataclass
+class Bucket:
+    r"""One padded-dense group of sets.
+
+    Attributes:
+        set_ids (torch.Tensor): The sets of this bucket, :obj:`[S]`.
+        key_index (torch.Tensor, optional): Element index of every key of the
+            bucket (:obj:`None` when it is :obj:`arange(N)`).
+        key_pos (torch.Tensor): Flat position of every key in the padded
+            :obj:`[S * key_width]` buffer.
+        key_width (int): Padded number of keys per set.
+        key_mask (torch.Tensor): :obj:`[S, key_width]`, :obj:`True` = real.
+        query_index, query_pos, query_width: The same for queries that are
+            elements of a set (unused for learned queries).
+    """
+    set_ids: Tensor
+    key_index: Tensor | None
+    key_pos: Tensor
+    key_width: int
+    key_mask: Tensor
+    query_index: Tensor | None = None
+    query_pos: Tensor | None = None
+    query_width: int = 0
+
+
+@dataclass(eq=False)
+class SetLayout:
+    r"""The layout of a batch of :obj:`num_sets` sets stored as one flat,
+    sorted element tensor (PyG's :obj:`batch` convention).
+
+    Args:
+        batch (torch.Tensor): Sorted set index of every element, :obj:`[N]`.
+        num_sets (int): Number of sets :obj:`B` (sets may be empty).
+        counts (list[int]): Host copy of the number of elements per set.
+    """
+    batch: Tensor
+    num_sets: int
+    counts: list[int]
+    _cache: dict[tuple, object] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_batch(cls, batch: Tensor | None, num_elements: int,
+                   num_sets: int, device: torch.device) -> 'SetLayout':
+        r"""Builds the layout of a validated PyG :obj:`batch` vector."""
+        if batch is None:
+            batch = torch.zeros(num_elements, dtype=torch.long, device=device)
+        counts = torch.bincount(batch, minlength=num_sets) if num_elements else \
+            torch.zeros(num_sets, dtype=torch.long, device=device)
+        return cls(batch.long(), num_sets, counts.tolist())
+
+    @classmethod
+    def uniform(cls, num_sets: int, size: int, device: torch.device) -> 'SetLayout':
+        r"""The layout of :obj:`num_sets` sets of exactly :obj:`size` elements
+        (e.g. the :math:`k` pooled seeds of every set)."""
+        batch = torch.arange(num_sets, device=device).repeat_interleave(size)
+        return cls(batch, num_sets, [size] * num_sets)
+
+    @property
+    def num_elements(self) -> int:
+        return self.batch.numel()
+
+    @property
+    def device(self) -> torch.device:
+        return self.batch.device
+
+    def cached(self, key: tuple, build):
+        r"""Returns :obj:`build()` computed once per layout and :obj:`key`."""
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+    @property
+    def count_tensor(self) -> Tensor:
+        return self.cached(('counts',), lambda: torch.tensor(
+            self.counts, dtype=torch.long, device=self.device))
+
+    @property
+    def ptr(self) -> Tensor:
+        return self.cached(('ptr',), lambda: torch.cat([
+            self.count_tensor.new_zeros(1), self.count_tensor.cumsum(0)]))
+
+    @property
+    def nonempty(self) -> Tensor:
+        r"""Boolean :obj:`[B]`, :obj:`True` for sets with at least one element."""
+        return self.count_tensor > 0
+
+    @property
+    def padding_ratio(self) -> float:
+        r"""Padded size over real size when every set is padded to the largest."""
+        if self.num_elements == 0:
+            return 1.0
+        return self.num_sets * max(self.counts) / self.num_elements
+
+    def pooled(self, size: int) -> 'SetLayout':
+        r"""The layout of :obj:`size` pooled tokens per set (set-major), e.g.
+        the output of PMA with :obj:`size` seeds or ISAB's induced set."""
+        return self.cached(('pooled', size), lambda: SetLayout.uniform(
+            self.num_sets, size, self.device))
+
+    def pooled_mask(self, size: int) -> Tensor:
+        r"""Boolean :obj:`[B * size, 1]`, :obj:`False` on the rows pooled from
+        an empty set (multiplied into pooled outputs so they are exactly 0)."""
+        return self.cached(('pooled_mask', size), lambda: self.nonempty.repeat_interleave(
+            size).unsqueeze(-1))
+
+    def mean(self, x: Tensor) -> Tensor:
+        r"""Per-set mean of :obj:`x` :obj:`[N, *]` -> :obj:`[B, *]` (zero for
+        an empty set)."""
+        return scatter(x, self.batch, dim=0, dim_size=self.num_sets, reduce='mean')
+
+    def sum(self, x: Tensor) -> Tensor:
+        r"""Per-set sum of :obj:`x` :obj:`[N, *]` -> :obj:`[B, *]`."""
+        return scatter(x, self.batch, dim=0, dim_size=self.num_sets, reduce='sum')
+
+    def plan(self, queries: Optional['SetLayout'], max_padding: float | None
+             ) -> list[Bucket]:
+        r"""Padded-dense buckets for attention from :obj:`queries` (a layout
+        with the same sets, or :obj:`None` for learned queries shared by all
+        sets) to the elements of this layout.
+
+        Args:
+            queries (SetLayout, optional): The query layout.
+            max_padding (float, optional): Largest ratio between the biggest
+                and the smallest set of a bucket; :obj:`None` gives a single
+                bucket (plain :func:`to_dense_batch` padding).
+        """
+        key = ('plan', id(queries), max_padding)
+        return self.cached(key, lambda: self._build_plan(queries, max_padding))
+
+    def _build_plan(self, queries, max_padding) -> list[Bucket]:
+        if queries is not None and queries.num_sets != self.num_sets:
+            raise ValueError(f"Query and key layouts must hold the same sets (got "
+                             f"{queries.num_sets} and {self.num_sets})")
+        groups = _size_groups(self.counts, max_padding)
+        return [self._bucket(ids, queries, single=len(groups) == 1) for ids in groups]
+
+    def _bucket(self, ids: list[int], queries, single: bool) -> Bucket:
+        set_ids = torch.tensor(ids, dtype=torch.long, device=self.device)
+        key_index, key_pos, key_width = _padding_index(self, set_ids, single)
+        mask = torch.zeros(len(ids) * key_width, dtype=torch.bool, device=self.device)
+        mask[key_pos] = True
+        bucket = Bucket(set_ids, key_index, key_pos, key_width,
+                        mask.view(len(ids), key_width))
+        if queries is not None:
+            bucket.query_index, bucket.query_pos, bucket.query_width = \
+                _padding_index(queries, set_ids, single)
+        return bucket
+
+
+def _size_groups(counts: list[int], max_padding: float | None) -> list[list[int]]:
+    r"""Partitions set ids into groups whose sizes differ at most
+    :obj:`max_padding` times (a single group when it is :obj:`None` or when
+    the whole batch is already that tight)."""
+    ids = list(range(len(counts)))
+    if not counts:
+        return [ids]
+    biggest = max(counts)
+    if max_padding is None or biggest <= max_padding * max(1, min(counts)):
+        return [ids]
+    ids.sort(key=lambda i: -counts[i])
+    groups, start = [], 0
+    for pos in range(1, len(ids) + 1):
+        if pos == len(ids) or counts[ids[pos]] * max_padding < counts[ids[start]]:
+            groups.append(sorted(ids[start:pos]))
+            start = pos
+    return groups
+
+
+def _padding_index(layout: SetLayout, set_ids: Tensor, single: bool
+                   ) -> tuple[Tensor | None, Tensor, int]:
+    r"""Element indices of :obj:`set_ids` and their flat positions in a
+    :obj:`[len(set_ids), width]` buffer."""
+    counts = layout.count_tensor[set_ids]
+    width = max(1, max(layout.counts[i] for i in set_ids.tolist()) if len(set_ids) else 1)
+    local = torch.arange(len(set_ids), device=layout.device).repeat_interleave(counts)
+    starts = (counts.cumsum(0) - counts).repeat_interleave(counts)
+    offset = torch.arange(local.numel(), device=layout.device) - starts
+    index = None if single else layout.ptr[set_ids][local] + offset
+    return index, local * width + offset, width

@@ -1,0 +1,86 @@
+r"""Standard multi-head attention between ragged sets."""
+
+import torch
+from torch import Tensor
+from torch.nn import Linear
+
+from mzlayers._validate import check_choice
+from mzlayers.attention import BACKENDS, set_attention
+from mzlayers.layout import SetLayout
+
+
+class MultiheadSetAttention(torch.nn.Module):
+    r"""Multi-head scaled dot-product attention (Vaswani et al., 2017) from
+    queries to the keys of the same set, on a flat PyG batch:
+
+    .. math::
+        \mathrm{MHA}(X, Y) = \mathbf{W}_O \big\Vert_{h=1}^{H}
+        \mathrm{softmax}\left(\frac{X \mathbf{W}_Q^{(h)}
+        (Y \mathbf{W}_K^{(h)})^{\top}}{\sqrt{d_k}}\right) Y \mathbf{W}_V^{(h)}
+
+    with the softmax restricted to each set.  It equals
+    :class:`torch.nn.MultiheadAttention` with the same weights (biases
+    included), without padding.
+
+    Args:
+        channels (int): Model width :math:`d` (divisible by :obj:`heads`).
+        heads (int, optional): Number of heads :math:`H`. (default: :obj:`1`)
+        dropout (float, optional): Dropout on attention weights.
+            (default: :obj:`0.`)
+        backend (str, optional): ``'auto'``, ``'segment'`` or ``'dense'``
+            (see :mod:`mzlayers.attention`). (default: :obj:`'auto'`)
+
+    Shapes:
+        - **input:** queries :obj:`[N_q, d]` (or :obj:`[M, d]` learned
+          queries), keys/values :obj:`[N, d]`
+        - **output:** :obj:`[N_q, d]` (or :obj:`[B * M, d]`)
+    """
+    def __init__(
+        self,
+        channels: int,
+        heads: int = 1,
+        dropout: float = 0.0,
+        backend: str = 'auto',
+    ):
+        super().__init__()
+        if channels % heads != 0:
+            raise ValueError(f"'channels' ({channels}) must be divisible by "
+                             f"'heads' ({heads})")
+        check_choice('backend', backend, BACKENDS)
+        self.channels = channels
+        self.heads = heads
+        self.head_channels = channels // heads
+        self.dropout = dropout
+        self.backend = backend
+        self.lin_q = Linear(channels, channels)
+        self.lin_k = Linear(channels, channels)
+        self.lin_v = Linear(channels, channels)
+        self.lin_o = Linear(channels, channels)
+        MultiheadSetAttention.reset_parameters(self)
+
+    def reset_parameters(self):
+        for lin in (self.lin_q, self.lin_k, self.lin_v, self.lin_o):
+            torch.nn.init.xavier_uniform_(lin.weight)
+            torch.nn.init.zeros_(lin.bias)
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        r""":obj:`[*, d]` -> :obj:`[*, H, d_k]`."""
+        return x.view(*x.shape[:-1], self.heads, self.head_channels)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, key_layout: SetLayout,
+               query_layout: SetLayout | None) -> Tensor:
+        r"""Runs the configured kernel on projected, head-split tensors."""
+        dropout = self.dropout if self.training else 0.0
+        return set_attention(q, k, v, key_layout, query_layout, self.backend, dropout)
+
+    def forward(self, x: Tensor, y: Tensor, key_layout: SetLayout,
+                query_layout: SetLayout | None = None) -> Tensor:
+        q = self.split_heads(self.lin_q(x))
+        k = self.split_heads(self.lin_k(y))
+        v = self.split_heads(self.lin_v(y))
+        out = self.attend(q, k, v, key_layout, query_layout)  # [*, H, d_k]
+        return self.lin_o(out.flatten(-2))
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}({self.channels}, heads={self.heads}, '
+                f'backend={self.backend})')

@@ -1,0 +1,195 @@
+r"""The MZ Set Transformer (Sec. 2.4 of the MZAttn paper)."""
+
+import torch
+from torch import Tensor
+from torch.nn import ModuleList
+from torch_geometric.nn import MLP
+
+from mzlayers._validate import check_choice, resolve_layout
+from mzlayers.embedding import ZonotopeEmbedding
+from mzlayers.layout import SetLayout
+from mzlayers.mz_blocks import MZISAB, MZPMA, MZSAB
+from mzlayers.zonotope import Zonotope
+
+READOUTS = ('ihw', 'signed')
+
+
+class MZSetTransformerEncoder(torch.nn.Module):
+    r"""The pooled body of the MZ Set Transformer, shared by
+    :class:`MZSetTransformer` and
+    :class:`~mzlayers.aggregation.MZSetTransformerAggregation`:
+
+    .. math::
+        \mathrm{ZonotopeEmbedding} \to [\mathrm{MZ\text{-}ISAB}]^{L_{enc}}
+        \to \mathrm{MZ\text{-}PMA}_k \to [\mathrm{MZ\text{-}SAB}]^{L_{dec}}.
+
+    Arguments as in :class:`MZSetTransformer` (without the head).  With
+    :obj:`embed=False` the input must already have :obj:`channels` features
+    and enters as a zonotope with zero generators.
+
+    Shapes:
+        - **input:** :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **output:** :class:`Zonotope` :obj:`[B * k, d]`,
+          :obj:`[B * k, n_g, d]` (zero for empty sets)
+    """
+    def __init__(
+        self,
+        in_channels: int,
+        channels: int = 64,
+        heads: int = 4,
+        num_generators: int = 8,
+        num_matrix_generators: int = 4,
+        ff_channels: int = 128,
+        generator_ff_channels: int | None = None,
+        num_induced_points: int = 16,
+        num_encoder_blocks: int = 2,
+        num_seed_points: int = 1,
+        num_decoder_blocks: int = 1,
+        layer_norm: bool = True,
+        dropout: float = 0.1,
+        summary: str = 'mean',
+        backend: str = 'auto',
+        embed: bool = True,
+    ):
+        super().__init__()
+        self.in_channels = in_channels
+        self.channels = channels
+        self.num_generators = num_generators
+        self.num_seed_points = num_seed_points
+        args = dict(heads=heads, num_generators=num_generators,
+                    num_matrix_generators=num_matrix_generators,
+                    ff_channels=ff_channels, generator_ff_channels=generator_ff_channels,
+                    layer_norm=layer_norm, dropout=dropout,
+                    summary=summary, backend=backend)
+        self.embedding = ZonotopeEmbedding(in_channels, channels, num_generators) \
+            if embed else None
+        self.encoders = ModuleList([MZISAB(channels, num_induced_points, **args)
+                                    for _ in range(num_encoder_blocks)])
+        self.pma = MZPMA(channels, num_seed_points, **args)
+        self.decoders = ModuleList([MZSAB(channels, **args)
+                                    for _ in range(num_decoder_blocks)])
+
+    def reset_parameters(self):
+        if self.embedding is not None:
+            self.embedding.reset_parameters()
+        for block in [*self.encoders, self.pma, *self.decoders]:
+            block.reset_parameters()
+
+    def forward(self, x: Tensor, layout: SetLayout) -> Zonotope:
+        z = self.embedding(x) if self.embedding is not None else \
+            Zonotope.from_tensor(x, self.num_generators)
+        for encoder in self.encoders:
+            z = encoder(z, layout=layout)
+        z, _ = self.pma(z, layout=layout)
+        pooled = layout.pooled(self.num_seed_points)
+        for decoder in self.decoders:
+            z = decoder(z, layout=pooled)
+        mask = layout.pooled_mask(self.num_seed_points)
+        return Zonotope(z.center * mask, z.generators * mask.unsqueeze(-1))
+
+
+class MZSetTransformer(torch.nn.Module):
+    r"""The MZ Set Transformer of the `"Matrix Zonotopic Attention"` paper:
+
+    .. math::
+        \mathrm{ZonotopeEmbedding} \to [\mathrm{MZ\text{-}ISAB}]^{L_{enc}}
+        \to \mathrm{MZ\text{-}PMA}_k \to [\mathrm{MZ\text{-}SAB}]^{L_{dec}}
+        \to \mathrm{MLP}([\mathbf{c} \,\Vert\, \mathbf{r}])
+
+    where the readout :math:`\mathbf{r}` of the pooled zonotopes is the
+    interval-hull half-width :math:`\delta = \sum_g |G_g|` (``'ihw'``, the
+    default, which keeps the uncertainty interpretation of Thm. 4) or the
+    signed sum :math:`\sum_g G_g` (``'signed'``, used by the expressiveness
+    proofs).  The forward pass returns the prediction and the IHW, a
+    single-pass uncertainty estimate.  The default configuration is the
+    paper's MZ-Full (:math:`d = 64, H = 4, d_{ff} = 128, m = 16, n_g = 8,
+    L = 4`).
+
+    Args:
+        in_channels (int): Input feature size :math:`d_{in}`.
+        out_channels (int): Prediction size.
+        channels (int, optional): Model width :math:`d`. (default: :obj:`64`)
+        heads (int, optional): Heads :math:`H`. (default: :obj:`4`)
+        num_generators (int, optional): Zonotope generators :math:`n_g`.
+            (default: :obj:`8`)
+        num_matrix_generators (int, optional): Matrix-zonotope generators
+            :math:`L`. (default: :obj:`4`)
+        ff_channels (int, optional): FFN width :math:`d_{ff}`.
+            (default: :obj:`128`)
+        generator_ff_channels (int, optional): Generator FFN width
+            (:obj:`None` = :obj:`ff_channels`, see
+            :class:`~mzlayers.mz_blocks.ZonotopeFeedForward`).
+            (default: :obj:`None`)
+        num_induced_points (int, optional): :math:`m`. (default: :obj:`16`)
+        num_encoder_blocks (int, optional): MZ-ISAB blocks. (default: :obj:`2`)
+        num_seed_points (int, optional): MZ-PMA seeds :math:`k`.
+            (default: :obj:`1`)
+        num_decoder_blocks (int, optional): MZ-SAB blocks after pooling.
+            (default: :obj:`1`)
+        readout (str, optional): ``'ihw'`` or ``'signed'``.
+            (default: :obj:`'ihw'`)
+        layer_norm (bool, optional): Layer norms. (default: :obj:`True`)
+        dropout (float, optional): Dropout. (default: :obj:`0.1`)
+        summary (str, optional): Gate statistic ``'mean'``, ``'moment'`` or
+            ``'attention'``. (default: :obj:`'mean'`)
+        backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+
+    Shapes:
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **output:** :obj:`(pred [B, out_channels], ihw [B, k * d])`
+    """
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        channels: int = 64,
+        heads: int = 4,
+        num_generators: int = 8,
+        num_matrix_generators: int = 4,
+        ff_channels: int = 128,
+        generator_ff_channels: int | None = None,
+        num_induced_points: int = 16,
+        num_encoder_blocks: int = 2,
+        num_seed_points: int = 1,
+        num_decoder_blocks: int = 1,
+        readout: str = 'ihw',
+        layer_norm: bool = True,
+        dropout: float = 0.1,
+        summary: str = 'mean',
+        backend: str = 'auto',
+    ):
+        super().__init__()
+        check_choice('readout', readout, READOUTS)
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.channels = channels
+        self.num_generators = num_generators
+        self.num_matrix_generators = num_matrix_generators
+        self.readout = readout
+        self.encoder = MZSetTransformerEncoder(
+            in_channels, channels, heads, num_generators, num_matrix_generators,
+            ff_channels, generator_ff_channels, num_induced_points,
+            num_encoder_blocks, num_seed_points, num_decoder_blocks, layer_norm,
+            dropout, summary, backend)
+        self.head = MLP([2 * num_seed_points * channels, channels, out_channels],
+                        norm=None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        self.encoder.reset_parameters()
+        self.head.reset_parameters()
+
+    def forward(self, x: Tensor, batch: Tensor | None = None,
+                dim_size: int | None = None) -> tuple[Tensor, Tensor]:
+        layout = resolve_layout(x, batch, dim_size, self.in_channels)
+        z = self.encoder(x, layout)
+        B = layout.num_sets
+        ihw = z.ihw().view(B, -1)
+        extra = ihw if self.readout == 'ihw' else z.signed().view(B, -1)
+        return self.head(torch.cat([z.center.view(B, -1), extra], dim=-1)), ihw
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}({self.in_channels}, {self.out_channels}, '
+                f'channels={self.channels}, num_generators={self.num_generators}, '
+                f'num_matrix_generators={self.num_matrix_generators}, '
+                f'readout={self.readout})')

@@ -1,0 +1,110 @@
+r"""The standard Set Transformer (Lee et al., 2019) on flat PyG batches."""
+
+import torch
+from torch import Tensor
+from torch.nn import Linear, ModuleList
+from torch_geometric.nn import MLP
+
+from mzlayers._validate import check_choice, resolve_layout
+from mzlayers.blocks import ISAB, PMA, SAB
+
+POOLINGS = ('pma', 'mean')
+
+
+class SetTransformer(torch.nn.Module):
+    r"""The Set Transformer of Lee et al. (2019), the paper's "Standard"
+    baseline:
+
+    .. math::
+        \mathrm{Linear} \to [\mathrm{ISAB}_m]^{L_{enc}} \to \mathrm{PMA}_k
+        \to [\mathrm{SAB}]^{L_{dec}} \to \mathrm{MLP}.
+
+    The default configuration (:math:`d = 64`, :math:`H = 4`,
+    :math:`d_{ff} = 128`, :math:`m = 16`, two ISABs, :math:`k = 1`, one SAB)
+    has about 208K parameters; :obj:`pooling='mean'` replaces PMA and the
+    decoder by a mean over the set (the paper's mean-pool head).
+
+    Args:
+        in_channels (int): Input feature size.
+        out_channels (int): Prediction size.
+        channels (int, optional): Model width :math:`d`. (default: :obj:`64`)
+        heads (int, optional): Heads. (default: :obj:`4`)
+        ff_channels (int, optional): FFN width :math:`d_{ff}`.
+            (default: :obj:`128`)
+        num_induced_points (int, optional): :math:`m`. (default: :obj:`16`)
+        num_encoder_blocks (int, optional): ISAB blocks :math:`L_{enc}`.
+            (default: :obj:`2`)
+        num_seed_points (int, optional): PMA seeds :math:`k`. (default: :obj:`1`)
+        num_decoder_blocks (int, optional): SAB blocks :math:`L_{dec}` after
+            pooling. (default: :obj:`1`)
+        pooling (str, optional): ``'pma'`` or ``'mean'``. (default: :obj:`'pma'`)
+        layer_norm (bool, optional): Layer norms in the blocks.
+            (default: :obj:`True`)
+        dropout (float, optional): Dropout. (default: :obj:`0.1`)
+        backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+
+    Shapes:
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **output:** :obj:`[B, out_channels]`
+    """
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        channels: int = 64,
+        heads: int = 4,
+        ff_channels: int = 128,
+        num_induced_points: int = 16,
+        num_encoder_blocks: int = 2,
+        num_seed_points: int = 1,
+        num_decoder_blocks: int = 1,
+        pooling: str = 'pma',
+        layer_norm: bool = True,
+        dropout: float = 0.1,
+        backend: str = 'auto',
+    ):
+        super().__init__()
+        check_choice('pooling', pooling, POOLINGS)
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.channels = channels
+        self.pooling = pooling
+        self.num_seed_points = num_seed_points if pooling == 'pma' else 1
+        args = dict(heads=heads, ff_channels=ff_channels, layer_norm=layer_norm,
+                    dropout=dropout, backend=backend)
+        self.lin_in = Linear(in_channels, channels)
+        self.encoders = ModuleList([ISAB(channels, num_induced_points, **args)
+                                    for _ in range(num_encoder_blocks)])
+        self.pma = PMA(channels, num_seed_points, **args) if pooling == 'pma' else None
+        self.decoders = ModuleList([SAB(channels, **args) for _ in range(
+            num_decoder_blocks if pooling == 'pma' else 0)])
+        self.head = MLP([self.num_seed_points * channels, channels, out_channels],
+                        norm=None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        self.lin_in.reset_parameters()
+        for block in [*self.encoders, *self.decoders]:
+            block.reset_parameters()
+        if self.pma is not None:
+            self.pma.reset_parameters()
+        self.head.reset_parameters()
+
+    def forward(self, x: Tensor, batch: Tensor | None = None,
+                dim_size: int | None = None) -> Tensor:
+        layout = resolve_layout(x, batch, dim_size, self.in_channels)
+        h = self.lin_in(x)
+        for encoder in self.encoders:
+            h = encoder(h, layout=layout)
+        if self.pma is None:
+            return self.head(layout.mean(h))
+        h, _ = self.pma(h, layout=layout)
+        pooled = layout.pooled(self.num_seed_points)
+        for decoder in self.decoders:
+            h = decoder(h, layout=pooled)
+        return self.head(h.view(layout.num_sets, -1))
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}({self.in_channels}, {self.out_channels}, '
+                f'channels={self.channels}, encoders={len(self.encoders)}, '
+                f'pooling={self.pooling})')
