@@ -213,3 +213,82 @@ def clouds_to_data(points: np.ndarray, labels: np.ndarray, num_points: int,
              y=torch.tensor([int(c)]))
         for p, c in zip(points, labels, strict=True)
     ]
+
+
+# ------------------------------------------------------------ image sources
+
+#: torchvision image datasets the loaders read (never download): class name,
+#: the folder torchvision expects under the root, and where to get the files.
+IMAGE_SOURCES: dict[str, tuple[str, str, str]] = {
+    "mnist": ("MNIST", "MNIST/raw", "https://ossci-datasets.s3.amazonaws.com/mnist/"),
+    "fashion_mnist": ("FashionMNIST", "FashionMNIST/raw",
+                      "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"),
+    "cifar100": ("CIFAR100", "cifar-100-python",
+                 "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz"),
+}
+
+
+def load_images(name: str, root: str, train: bool) -> tuple[np.ndarray, np.ndarray]:
+    r"""Reads a torchvision image dataset from :obj:`root` with
+    ``download=False``: returns ``uint8`` images :math:`(N, H, W)` (MNIST,
+    Fashion-MNIST) or :math:`(N, H, W, 3)` (CIFAR-100, fine labels) and the
+    labels :math:`(N)`. Missing files raise a :class:`FileNotFoundError`
+    naming the expected folder and the download URL."""
+    import torchvision
+
+    if name not in IMAGE_SOURCES:
+        raise ValueError(f"image source must be one of {sorted(IMAGE_SOURCES)}, got {name!r}")
+    cls_name, folder, url = IMAGE_SOURCES[name]
+    try:
+        dataset = getattr(torchvision.datasets, cls_name)(root, train=train, download=False)
+    except RuntimeError as e:  # torchvision: "Dataset not found or corrupted"
+        raise FileNotFoundError(
+            f"{cls_name}: no valid dataset files in {os.path.join(root, folder)} ({e}). "
+            f"Download them from {url} and extract them there (see the 'Real datasets' "
+            f"section of the README)."
+        ) from e
+    images = np.asarray(dataset.data, dtype=np.uint8)
+    return images, np.asarray(dataset.targets, dtype=np.int64)
+
+
+# ------------------------------------------------------- geometric targets
+
+#: k of the k-center (furthest-first) and k-NN radius targets (Table 32).
+KCENTER_K = 5
+KNN_K = 5
+#: Geometric set targets of Tables 31-32, by name, computed with
+#: :mod:`mzattn.datasets.synthetic.geometry` (name of the function, extra
+#: arguments).
+GEOMETRIC_TARGETS: dict[str, tuple[str, tuple[int, ...]]] = {
+    "meb": ("meb_radius", ()),
+    "hull": ("hull_volume", ()),
+    "mst": ("mst_weight", ()),
+    "diameter": ("diameter", ()),
+    "furthest": ("furthest_first_cost", (KCENTER_K,)),
+    "knn_radius": ("knn_radius", (KNN_K,)),
+}
+
+
+def check_geometric_targets(targets: Sequence[str]) -> tuple[str, ...]:
+    r"""Validates a selection of :obj:`GEOMETRIC_TARGETS` names."""
+    if isinstance(targets, str):
+        targets = (targets,)
+    unknown = [t for t in targets if t not in GEOMETRIC_TARGETS]
+    if unknown or not targets:
+        raise ValueError(f"targets must be a non-empty subset of {sorted(GEOMETRIC_TARGETS)}, "
+                         f"got {list(targets)}")
+    return tuple(targets)
+
+
+def geometric_targets(points: Tensor, targets: Sequence[str]) -> Tensor:
+    r"""The exact geometric targets :obj:`targets` (names of
+    :obj:`GEOMETRIC_TARGETS`) of one point set :math:`(n, d)`, as a
+    :math:`(1, T)` float tensor (computed in float64)."""
+    from .synthetic import geometry
+
+    P = points.double().numpy()
+    values = []
+    for name in targets:
+        function, args = GEOMETRIC_TARGETS[name]
+        values.append(getattr(geometry, function)(P, *args))
+    return torch.tensor([values], dtype=torch.float32)
