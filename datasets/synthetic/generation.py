@@ -1,0 +1,105 @@
+r"""Deterministic, optionally parallel generation of a task split.
+
+A split is generated in chunks of :obj:`CHUNK_SIZE` sets. Chunk :math:`c`
+of split :math:`s` of task :math:`t` draws from
+:obj:`SeedSequence(seed, spawn_key=(crc32(t), 1 + s, c))`, and the state
+shared by all splits (fixed target matrices) from
+:obj:`SeedSequence(seed, spawn_key=(crc32(t),))`. So the sets depend only on
+(task, configuration, seed, split), never on the number of worker processes,
+and different splits draw from independent streams.
+
+Slow targets are spread over worker processes: the first chunk is timed,
+and if the rest would take longer than :obj:`PARALLEL_MIN_SECONDS`, the
+remaining chunks go to a :class:`~concurrent.futures.ProcessPoolExecutor`
+with :func:`default_workers` processes. The workers run NumPy/SciPy code
+only, so they are forked where the platform allows it (like PyTorch's
+:class:`~torch.utils.data.DataLoader`), which also works from scripts
+without a ``__main__`` guard.
+"""
+import multiprocessing
+import os
+import time
+import warnings
+import zlib
+from concurrent.futures import ProcessPoolExecutor
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+
+from ._validate import check_int
+from .tasks import SPLITS, Sample, TaskConfig
+
+CHUNK_SIZE = 250
+PARALLEL_MIN_SECONDS = 2.0
+MAX_WORKERS = 2
+
+
+def default_workers() -> int:
+    r"""Worker processes for slow generation: the environment variable
+    :obj:`MZATTN_DATA_WORKERS` if set, else :obj:`min(MAX_WORKERS,
+    os.cpu_count())`."""
+    value = os.environ.get("MZATTN_DATA_WORKERS")
+    if value is not None:
+        return check_int("MZATTN_DATA_WORKERS", int(value), minimum=1)
+    return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
+
+
+def _task_code(name: str) -> int:
+    return zlib.crc32(name.encode())
+
+
+def shared_state(name: str, config: TaskConfig, seed: int) -> Any:
+    r"""The split-independent state of task :obj:`name` for :obj:`seed`."""
+    seq = np.random.SeedSequence(seed, spawn_key=(_task_code(name),))
+    return config.shared(np.random.default_rng(seq))
+
+
+def generate_chunk(name: str, config: TaskConfig, seed: int, split: str,
+                   index: int, count: int) -> list[Sample]:
+    r"""Generates chunk :obj:`index` (:obj:`count` sets) of a split."""
+    seq = np.random.SeedSequence(
+        seed, spawn_key=(_task_code(name), 1 + SPLITS.index(split), index))
+    shared = shared_state(name, config, seed)
+    return config.sample_many(np.random.default_rng(seq), split, shared, count)
+
+
+def _pool_context():
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def generate_split(name: str, config: TaskConfig, seed: int, split: str, *,
+                   workers: int | None = None) -> list[Sample]:
+    r"""Generates all sets of :obj:`split`.
+
+    Args:
+        name (str): Canonical task name (part of the random stream).
+        config (TaskConfig): Task configuration.
+        seed (int): Non-negative base seed.
+        split (str): :obj:`"train"`, :obj:`"val"` or :obj:`"test"`.
+        workers (int, optional): Worker processes; :obj:`None` for
+            :func:`default_workers`. (default: :obj:`None`)
+
+    Returns:
+        list[Sample]: :obj:`config.num_samples(split)` sets, in order.
+    """
+    check_int("seed", seed, minimum=0)
+    total = config.num_samples(split)
+    sizes = [min(CHUNK_SIZE, total - start) for start in range(0, total, CHUNK_SIZE)]
+    workers = default_workers() if workers is None else check_int("workers", workers, minimum=1)
+    start = time.perf_counter()
+    samples = generate_chunk(name, config, seed, split, 0, sizes[0])
+    rest = (time.perf_counter() - start) * (len(sizes) - 1)
+    args = (repeat(name), repeat(config), repeat(seed), repeat(split),
+            range(1, len(sizes)), sizes[1:])
+    if workers > 1 and len(sizes) > 2 and rest > PARALLEL_MIN_SECONDS:
+        with warnings.catch_warnings():  # Python >= 3.12 warns on fork with threads
+            warnings.simplefilter("ignore", DeprecationWarning)
+            with ProcessPoolExecutor(workers, mp_context=_pool_context()) as pool:
+                chunks = list(pool.map(generate_chunk, *args, chunksize=1))
+    else:
+        chunks = list(map(generate_chunk, *args))
+    for chunk in chunks:
+        samples.extend(chunk)
+    return samples
