@@ -28,6 +28,7 @@ def _atomic_write(path: str, write: Callable[[Any], None], mode: str) -> None:
     try:
         with os.fdopen(fd, mode) as f:
             write(f)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; caches are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
