@@ -86,6 +86,9 @@ class SummarizedDataset(InMemoryDataset):
             data_list = [d for d in data_list if self.pre_filter(d)]
         if self.pre_transform is not None:
             data_list = [self.pre_transform(d) for d in data_list]
+        if not data_list:
+            raise ValueError(f"{type(self).__name__}: no item could be built from "
+                             f"{self.raw_dir}; first failures: {info.get('failures', [])[:3]}")
         data, slices = self.collate(data_list)
         atomic_torch_save((data.to_dict(), slices, data.__class__), self.processed_paths[0])
         info = {
