@@ -23,9 +23,14 @@ class MZSetTransformerEncoder(torch.nn.Module):
         \mathrm{ZonotopeEmbedding} \to [\mathrm{MZ\text{-}ISAB}]^{L_{enc}}
         \to \mathrm{MZ\text{-}PMA}_k \to [\mathrm{MZ\text{-}SAB}]^{L_{dec}}.
 
-    Arguments as in :class:`MZSetTransformer` (without the head).  With
-    :obj:`embed=False` the input must already have :obj:`channels` features
-    and enters as a zonotope with zero generators.
+    Args:
+        embed (bool, optional): If set to :obj:`False`, there is no
+            :class:`ZonotopeEmbedding`: the input must already have
+            :obj:`channels` features and enters as a zonotope with zero
+            generators. (default: :obj:`True`)
+
+    Other arguments as in :class:`MZSetTransformer` (without the head and
+    readout).
 
     Shapes:
         - **input:** :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`

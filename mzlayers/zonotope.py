@@ -84,7 +84,8 @@ class Zonotope:
         r"""Exact product :math:`\mathcal{M}\mathcal{Z}` with the matrix
         zonotope :math:`\mathcal{M} = \{M_c + \sum_l \xi_l M_l\}` (App. B.1):
         centre :math:`M_c \mathbf{c}` and the :math:`h + L + Lh` generators
-        :math:`\{M_c g_k\} \cup \{M_l \mathbf{c}\} \cup \{M_l g_k\}`.
+        :math:`\{M_c g_k\} \cup \{M_l \mathbf{c}\} \cup \{M_l g_k\}`
+        (in this order, the cross terms :math:`l`-major).
 
         Args:
             matrix_center (torch.Tensor): :math:`M_c`, :obj:`[..., m, d]`.
@@ -99,7 +100,7 @@ class Zonotope:
         center = (Mc @ c.unsqueeze(-1)).squeeze(-1)
         gen_c = G @ Mc.transpose(-1, -2)  # [..., h, m]
         gen_l = (Ml @ c[..., None, :, None]).squeeze(-1)  # [..., L, m]
-        gen_lh = G.unsqueeze(-3) @ Ml.transpose(-1, -2).unsqueeze(-4)  # [..., h, L, m]
+        gen_lh = G.unsqueeze(-3) @ Ml.transpose(-1, -2).unsqueeze(-4)  # [..., L, h, m]
         gen_lh = gen_lh.flatten(-3, -2)
         return Zonotope(center, torch.cat([gen_c, gen_l, gen_lh], dim=-2))
 

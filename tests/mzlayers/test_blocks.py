@@ -1,0 +1,113 @@
+import pytest
+import torch
+
+from mzlayers import ISAB, MZISAB, MZPMA, MZSAB, PMA, SAB, Zonotope
+
+from .helpers import ragged_batch, shuffle_sets
+
+C, HEADS = 8, 2
+
+
+def _blocks(backend='auto'):
+    kw = dict(heads=HEADS, backend=backend)
+    mz = dict(num_generators=3, num_matrix_generators=2, **kw)
+    return {
+        'sab': SAB(C, **kw), 'isab': ISAB(C, 4, **kw), 'pma': PMA(C, 2, **kw),
+        'mzsab': MZSAB(C, **mz), 'mzisab': MZISAB(C, 4, **mz), 'mzpma': MZPMA(C, 2, **mz),
+    }
+
+
+def _flat(out):
+    r"""Block output as one tensor per row (centres and generators)."""
+    out = out[0] if isinstance(out, tuple) else out
+    if isinstance(out, Zonotope):
+        return torch.cat([out.center, out.generators.flatten(1)], dim=-1)
+    return out
+
+
+def _run(block, x, batch, dim_size):
+    return _flat(block(x, batch, dim_size))
+
+
+@pytest.mark.parametrize('name', ['sab', 'isab', 'pma', 'mzsab', 'mzisab', 'mzpma'])
+def test_permutation_equivariance_and_invariance(name):
+    block = _blocks()[name].eval()
+    x, batch, B = ragged_batch(dtype=torch.float32)
+    out = _run(block, x, batch, B)
+    x2, batch2, perm, set_perm = shuffle_sets(x, batch, B)
+    out2 = _run(block, x2, batch2, B)
+    if name.endswith('pma'):  # set-level: rows follow the set permutation
+        k = out.size(0) // B
+        expected = out.view(B, k, -1)[set_perm].view(B * k, -1)
+    else:  # element-level: rows follow the element permutation
+        expected = out[perm]
+    assert (out2 - expected).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize('name', ['sab', 'isab', 'pma', 'mzsab', 'mzisab', 'mzpma'])
+def test_segment_and_dense_backends_agree(name):
+    x, batch, B = ragged_batch()
+    outs, grads = [], []
+    for backend in ('segment', 'dense', 'auto'):
+        torch.manual_seed(0)
+        block = _blocks(backend)[name].double()
+        xr = x.clone().requires_grad_()
+        out = _run(block, xr, batch, B)
+        out.pow(2).sum().backward()
+        outs.append(out)
+        grads.append([xr.grad] + [p.grad for p in block.parameters()])
+    for out, grad in zip(outs[1:], grads[1:], strict=True):
+        assert torch.allclose(out, outs[0], atol=1e-10)
+        for g, g0 in zip(grad, grads[0], strict=True):
+            assert torch.allclose(g, g0, atol=1e-10)
+
+
+@pytest.mark.parametrize('name', ['isab', 'pma', 'mzisab', 'mzpma'])
+def test_batch_independence(name):
+    block = _blocks()[name].double().eval()
+    sizes = (1, 60, 5, 17)
+    x, batch, B = ragged_batch(sizes)
+    together = _run(block, x, batch, B)
+    start, rows = 0, []
+    for n in sizes:
+        rows.append(_run(block, x[start:start + n], None, None))
+        start += n
+    assert torch.allclose(together, torch.cat(rows), atol=1e-10)
+
+
+@pytest.mark.parametrize('name', ['pma', 'mzpma'])
+def test_empty_sets_pool_to_zero_without_nan(name):
+    block = _blocks()[name].double()
+    x, batch, B = ragged_batch((0, 4, 0, 2))
+    x.requires_grad_()
+    out = block(x, batch, dim_size=B + 1)  # one more empty set past the end
+    rows = _flat(out).view(B + 1, 2, -1)
+    for empty in (0, 2, 4):
+        assert torch.equal(rows[empty], torch.zeros_like(rows[empty]))
+    assert torch.isfinite(rows).all()
+    rows.pow(2).sum().backward()
+    assert torch.isfinite(x.grad).all()
+    assert all(torch.isfinite(p.grad).all() for p in block.parameters() if p.grad is not None)
+    assert torch.equal(out[1], torch.tensor([0, 0, 1, 1, 2, 2, 3, 3, 4, 4]))
+
+
+def test_reprs():
+    blocks = _blocks()
+    assert repr(blocks['sab']) == ('SAB(8, heads=2, ff_channels=16, layer_norm=True, '
+                                   'dropout=0.0, backend=auto)')
+    assert repr(blocks['isab']) == 'ISAB(8, num_induced_points=4, heads=2, backend=auto)'
+    assert repr(blocks['pma']) == 'PMA(8, num_seed_points=2, heads=2, backend=auto)'
+    assert repr(blocks['mzsab']) == ('MZSAB(8, heads=2, num_generators=3, '
+                                     'num_matrix_generators=2, ff_channels=16, backend=auto)')
+    assert repr(blocks['mzisab']).startswith('MZISAB(8, num_induced_points=4, mab=MZMAB(')
+
+
+def test_reset_parameters_reinitialises():
+    block = MZISAB(C, 4, heads=HEADS)
+    with torch.no_grad():
+        for p in block.parameters():
+            p.fill_(0.5)
+    block.reset_parameters()
+    mc = block.mab1.attn.matrix_center
+    assert torch.equal(mc, torch.eye(C // HEADS).expand_as(mc))
+    assert block.induced.center.std() > 0
