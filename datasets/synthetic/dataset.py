@@ -52,7 +52,8 @@ class SyntheticSetDataset(InMemoryDataset):
 
     Every item is a :class:`~torch_geometric.data.Data` with
     :obj:`x` of shape :obj:`[n, F]` (float32, :obj:`n >= 1`) and :obj:`y` of
-    shape :obj:`[1, T]` (float32). The split is generated on first use
+    shape :obj:`[1, T]` (float32; computed in float64 from the points before
+    they are rounded to float32). The split is generated on first use
     (deterministic for its task, configuration, seed and split) and cached in
     :obj:`{root}/{task}/processed/{split}_{hash}_v{VERSION}.pt`; a later load
     reads that file.
@@ -126,10 +127,10 @@ class SyntheticSetDataset(InMemoryDataset):
         start = time.perf_counter()
         samples = generate_split(self.name, self.config, self.seed, self.split)
         seconds = time.perf_counter() - start
-        x = torch.from_numpy(np.concatenate([s.x for s in samples])).float()
-        y = torch.from_numpy(np.stack([s.y for s in samples])).float()  # [N, T]
+        x = torch.from_numpy(np.concatenate([s.x for s in samples]))  # [sum n, F]
+        y64 = np.stack([s.y for s in samples]).astype(np.float64)  # [N, T]
+        y = torch.from_numpy(y64).float()
         ptr = np.concatenate([[0], np.cumsum([len(s.x) for s in samples])])
-        y64 = np.stack([s.y for s in samples]).astype(np.float64)
         meta = {
             "task": self.name, "split": self.split, "seed": self.seed, "version": VERSION,
             "config": self.config.cache_fields(self.split),

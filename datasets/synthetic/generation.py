@@ -16,6 +16,7 @@ only, so they are forked where the platform allows it (like PyTorch's
 :class:`~torch.utils.data.DataLoader`), which also works from scripts
 without a ``__main__`` guard.
 """
+import functools
 import multiprocessing
 import os
 import time
@@ -49,19 +50,25 @@ def _task_code(name: str) -> int:
     return zlib.crc32(name.encode())
 
 
+@functools.lru_cache(maxsize=8)
 def shared_state(name: str, config: TaskConfig, seed: int) -> Any:
-    r"""The split-independent state of task :obj:`name` for :obj:`seed`."""
+    r"""The split-independent state of task :obj:`name` for :obj:`seed`
+    (cached per process: every chunk of a split needs it)."""
     seq = np.random.SeedSequence(seed, spawn_key=(_task_code(name),))
     return config.shared(np.random.default_rng(seq))
 
 
 def generate_chunk(name: str, config: TaskConfig, seed: int, split: str,
                    index: int, count: int) -> list[Sample]:
-    r"""Generates chunk :obj:`index` (:obj:`count` sets) of a split."""
+    r"""Generates chunk :obj:`index` (:obj:`count` sets) of a split.
+
+    Targets are computed in float64; the sets are returned as float32 (the
+    storage type), which halves the memory of large splits."""
     seq = np.random.SeedSequence(
         seed, spawn_key=(_task_code(name), 1 + SPLITS.index(split), index))
     shared = shared_state(name, config, seed)
-    return config.sample_many(np.random.default_rng(seq), split, shared, count)
+    samples = config.sample_many(np.random.default_rng(seq), split, shared, count)
+    return [s._replace(x=s.x.astype(np.float32)) for s in samples]
 
 
 def _pool_context():

@@ -6,7 +6,10 @@ from mzattn.datasets.synthetic.tasks import ALIASES, SWEEPS, TASKS, canonical_na
 
 
 def _samples(name, count=12, split="train", seed=0, **overrides):
-    return generate_chunk(name, get_config(name, **overrides), seed, split, 0, count)
+    """float64 sets straight from the generator (the stored ones are float32)."""
+    config = get_config(name, **overrides)
+    shared = generation.shared_state(name, config, seed)
+    return config.sample_many(np.random.default_rng(seed), split, shared, count)
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))
@@ -98,6 +101,18 @@ def test_quadratic_tdof_sequence_version_depends_on_order():
     assert s.y[0] == pytest.approx(quadratic_tdof(position_weights(len(s.x)) @ s.x, M, w))
     reordered = quadratic_tdof(position_weights(len(s.x)) @ s.x[::-1], M, w)
     assert reordered != pytest.approx(s.y[0])
+
+
+def test_chunks_are_float32_with_float64_targets():
+    config = get_config("meb")
+    chunk = generate_chunk("meb", config, 0, "train", 0, 3)
+    assert all(s.x.dtype == np.float32 and s.y.dtype == np.float64 for s in chunk)
+    shared = generation.shared_state("meb", config, 0)
+    seq = np.random.SeedSequence(0, spawn_key=(generation._task_code("meb"), 1, 0))
+    exact = config.sample_many(np.random.default_rng(seq), "train", shared, 3)
+    for stored, sample in zip(chunk, exact, strict=True):
+        np.testing.assert_array_equal(stored.x, sample.x.astype(np.float32))
+        assert stored.y == sample.y
 
 
 def test_shared_state_is_split_independent_but_seed_dependent():
