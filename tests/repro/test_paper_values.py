@@ -1,0 +1,186 @@
+import re
+from pathlib import Path
+
+import pytest
+from mzattn.repro.paper_values import (
+    TABLES,
+    PaperValue,
+    column_metric,
+    paper_table,
+    paper_value,
+)
+
+#: The paper's text lives outside the repository (CI checks out only the repo).
+PAPER = Path(__file__).parents[2].parent / 'shared/paper/mzattn-paper.txt'
+_SIGNED = re.compile(r'-?\d*\.?\d+')
+_UNSIGNED = re.compile(r'\d*\.?\d+')
+
+
+@pytest.fixture(scope='module')
+def paper() -> str:
+    if not PAPER.is_file():
+        pytest.skip(f'paper text not found at {PAPER} (only the shared workspace has it)')
+    return _normalise(PAPER.read_text(encoding='utf-8'))
+
+
+def _normalise(latex: str) -> str:
+    r"""Rewrites the extraction's LaTeX fragments as plain text."""
+    text = re.sub(r'\$-\$\s*', '-', latex)
+    for macro, plain in ((r'\pm', '±'), (r'\times', '×'), (r'\%', '%'), ('{=}', '=')):
+        text = text.replace(macro, plain)
+    return re.sub(r'[${}]', '', text)
+
+
+def _window(paper: str, key: str) -> str:
+    r"""The paper text from the caption of :obj:`key` to the next caption."""
+    if key == 'figure1':
+        start, end = paper.index('Figure 1:'), paper.index('Table 1:')
+    else:
+        number = int(key.removeprefix('table'))
+        start = paper.index(f'Table {number}:')
+        end = paper.find(f'Table {number + 1}:', start)
+    return paper[start:end if end > 0 else len(paper)]
+
+
+def _tokens(text: str) -> list[str]:
+    return _SIGNED.findall(text)
+
+
+def _in_order(cells: list[list[str]], tokens: list[str], gap: int = 2) -> bool:
+    r"""Whether the token runs :obj:`cells` occur in :obj:`tokens` in order,
+    each run contiguous and at most :obj:`gap` tokens (e.g. a parameter count)
+    after the previous one."""
+    def at(i: int, k: int) -> bool:
+        run = cells[k]
+        if tokens[i:i + len(run)] != run:
+            return False
+        end = i + len(run)
+        return k + 1 == len(cells) or any(
+            at(j, k + 1) for j in range(end, min(end + gap + 1, len(tokens))))
+    return any(at(i, 0) for i in range(len(tokens)))
+
+
+def _squash(text: str) -> str:
+    return re.sub(r'\s+', '', text).lower()
+
+
+def _printed_count(count: int) -> str:
+    return f'{count / 1e6:g}M' if count >= 1_000_000 else f'{count / 1e3:g}K'
+
+
+@pytest.mark.parametrize('key', sorted(TABLES))
+def test_rows_occur_in_order_near_caption(paper, key):
+    tokens = _tokens(_window(paper, key))
+    table = TABLES[key]
+    assert table.rows
+    for label, cells in table.rows.items():
+        runs = [_tokens(cells[c].text) for c in table.columns if c in cells]
+        assert _in_order(runs, tokens), f"{key}: row '{label}' is not printed as {runs}"
+
+
+@pytest.mark.parametrize('key', sorted(TABLES))
+def test_params_and_row_labels_occur_near_caption(paper, key):
+    window = _squash(_window(paper, key))
+    table = TABLES[key]
+    counts = [_printed_count(n) for n in table.params.values()]
+    assert [c for c in counts if c.lower() not in window] == []
+    words = {w.strip('(),').lower() for label in table.rows for w in label.split()}
+    assert sorted(w for w in words if w not in window) == []
+
+
+def test_claim_numbers_occur_in_paper(paper):
+    printed = set(_UNSIGNED.findall(paper))
+    for table in TABLES.values():
+        assert table.claims, table.key
+        for claim in table.claims:
+            assert set(_UNSIGNED.findall(claim)) <= printed, (table.key, claim)
+
+
+@pytest.mark.parametrize('key', sorted(TABLES))
+def test_table_structure(key):
+    table = paper_table(key)
+    assert table.key == key and table.caption and table.rows
+    assert len(set(table.columns)) == len(table.columns)
+    assert table.seeds is None or table.seeds >= 1
+    models = set(table.rows) | set(table.columns)
+    assert all(n > 0 for n in table.params.values()) and set(table.params) <= models
+    for row, cells in table.rows.items():
+        assert cells, f'{key}: row {row} is empty'
+        assert set(cells) <= set(table.columns)
+        for column, value in cells.items():
+            assert isinstance(value, PaperValue) and value.text
+            assert value.std is None or value.std >= 0
+            _check_range(key, column, value)
+
+
+def _check_range(key: str, column: str, value: PaperValue):
+    metric, _ = column_metric(key, column)
+    if metric == 'r2':
+        assert value.mean <= 1, (key, column, value)
+    elif metric == 'accuracy':
+        assert 0 <= value.mean <= 100, (key, column, value)
+    elif metric == 'rank':
+        assert value.mean in range(1, 8), (key, column, value)
+    elif metric not in ('mse_change_pct',):
+        assert value.mean >= 0, (key, column, value)
+
+
+def test_every_table_of_the_paper_is_present():
+    assert set(TABLES) == {f'table{i}' for i in range(1, 34)} | {'figure1'}
+
+
+@pytest.mark.parametrize('key,row,column,expected', [
+    ('table1', '4', 'MZAttn-1L R2', PaperValue(0.995, 0.002, '0.995 ± 0.002')),
+    ('table1', '32', 'MSE ratio', PaperValue(6.5, None, '6.5×')),
+    ('table2', 'MZAttn (ours)', 'G MSE', PaperValue(99.4, 1.9, '99.4 ± 1.9')),
+    ('table2', 'ST-Large', 'C MN40', PaperValue(79.9, 1.0, '79.9 ± 1.0%')),
+    ('table2', 'Set Transformer', 'D MSE (x10^-2)', PaperValue(2.60, 0.24, '2.60 ± 0.24')),
+    ('table3', 'ST-Large', 'd=32 R2', PaperValue(-0.006, 0.011, '-0.006 ± 0.011')),
+    ('table5', 'Hull d=9', 'HyperNet r=32', PaperValue(-0.098, None, '-0.098 ± <.001')),
+    ('table13', '4', 'MZ params', PaperValue(83_000.0, None, '83K')),
+    ('table14', '×[1/1.5,1.5] log-symmetric', 'frac. trials with rho>=0.6',
+     PaperValue(95.0, None, '≥95%')),
+    ('table26', 'HyperNet', 'patience=20', PaperValue(0.790, 0.003, '0.790 ± 0.003 (2nd)')),
+    ('table30', 'Large (d=256, n=100)', 'Training', PaperValue(5.5, None, '5.5×')),
+    ('table32', 'MEB radius', 'MZAttn-Full', PaperValue(0.542, None, '0.542 (unstable)')),
+    ('figure1', 'MZAttn', 'd=8 R2', PaperValue(0.69, None, '0.69')),
+])
+def test_paper_value(key, row, column, expected):
+    assert paper_value(key, row, column) == expected
+
+
+def test_params():
+    assert paper_table('table2').params['ST-Large'] == 362_000
+    assert paper_table('table3').params['HyperNet (r=64, full key-rank)'] == 1_300_000
+    assert paper_table('table8').params['32'] == 383_000
+    assert paper_table('table27').params['MZAttn-Large'] == 485_000
+    assert 'Deep Sets' not in paper_table('table7').params
+
+
+def test_headline_claims():
+    assert any('0.97 to 0.40' in c and 'R2 >= 0.90' in c for c in paper_table('table1').claims)
+    assert any('0.316 vs. 0.337' in c and '5.02 vs. 9.17' in c
+               for c in paper_table('table21').claims)
+    small = paper_table('table30').rows['Small (d=64, n=30)']
+    assert [small[c].mean for c in ('Params', 'Inference', 'Training', 'Memory')] == [
+        1.9, 2.4, 2.2, 2.5]
+
+
+def test_column_metric():
+    assert column_metric('table2', 'A MSE') == ('mse', False)
+    assert column_metric('table2', 'E Scan') == ('accuracy', True)
+    assert column_metric('table3', 'd=8 R2') == ('r2', True)
+    assert column_metric('table19', 'Count') == ('count', None)
+    with pytest.raises(ValueError, match='column must be one of'):
+        column_metric('table3', 'd=64 R2')
+
+
+def test_unknown_keys_raise():
+    with pytest.raises(ValueError, match=r"key must be one of .*'table34'"):
+        paper_table('table34')
+    with pytest.raises(ValueError, match="row must be one of .*got 'MZAttn'"):
+        paper_value('table2', 'MZAttn', 'A MSE')
+    with pytest.raises(ValueError, match="column must be one of .*got 'A mse'"):
+        paper_value('table2', 'MZAttn (ours)', 'A mse')
+    with pytest.raises(ValueError, match='leaves the cell .* blank'):
+        paper_value('table2', 'ST-Large', 'D R2')
