@@ -1,0 +1,1 @@
+"""mzattn.repro: the reproduction harness for the paper's tables."""
