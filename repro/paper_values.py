@@ -19,6 +19,9 @@ Conventions:
   bound (``≤ 0.025``, ``≥95%``) is stored as the bound.
 * Annotations such as ``(1st)`` or ``(unstable)`` and footnote marks are kept
   in :attr:`PaperValue.text` only (footnote marks ``†``/``‡`` are dropped).
+* Column labels name the metric (``'A MSE'``, ``'A R2'``) only in tables whose
+  columns mix metrics; elsewhere the paper's redundant ``R^2`` is dropped
+  (Table 3 has ``'d=8'``, not ``'d=8 R2'``).
 * Tables whose columns mix metrics have ``metric='mixed'``; their
   :attr:`PaperTable.higher_is_better` is the direction of the table's
   headline metric and :func:`column_metric` gives each column's metric.
@@ -200,7 +203,7 @@ _FIGURE1 = _table(
     'Figure 1 (right): MEB radius (d=8, 5 seeds), parameter-matched PMA-pool baselines '
     'vs. MZAttn.',
     'r2', True, 5,
-    ('Model', 'd=8 R2'),
+    ('Model', 'd=8'),
     (
         ('PMA-pool baselines (all six)', '≤ 0.025'),
         ('HyperNet (r=d_k=64)', '≤ 0.025'),
@@ -285,7 +288,7 @@ _TABLE3 = _table(
     'MEB radius prediction (R2, mean ± std, 5 seeds); mixtures of Gaussians with n in '
     '[10,30]; LA-ST: linear attention; Mamba + PMA: Mamba (S6) encoder with PMA pooling.',
     'r2', True, 5,
-    ('Model', _PARAMS, 'd=8 R2', 'd=16 R2', 'd=32 R2'),
+    ('Model', _PARAMS, 'd=8', 'd=16', 'd=32'),
     (
         ('Standard', '208K', '0.025 ± 0.009', '0.020 ± 0.005', '0.006 ± 0.012'),
         ('ST-Large', '362K', '0.018 ± 0.001', '0.012 ± 0.015', '-0.006 ± 0.011'),
@@ -314,7 +317,7 @@ _TABLE4 = _table(
     'table4',
     'Rotation matching scaling (R2, mean over 3 seeds).',
     'r2', True, 3,
-    ('Model', 'd=16 R2', 'd=32 R2', 'd=64 R2', 'd=128 R2', 'd=256 R2', 'd=512 R2'),
+    ('Model', 'd=16', 'd=32', 'd=64', 'd=128', 'd=256', 'd=512'),
     (
         ('Standard', '0.084', '-0.002', '-1.20', '-21.54', '-61.69', '-165.4'),
         ('ST-Large', '0.285', '-0.001', '-0.023', '-9.47', '-50.15', '-145.1'),
@@ -359,7 +362,7 @@ _TABLE6 = _table(
     'table6',
     'MZ parameter efficiency (R2, mean, 3 seeds).',
     'r2', True, 3,
-    ('Model', 'Max R2', 'RotMatch R2', 'MST R2', _PARAMS),
+    ('Model', 'Max', 'RotMatch', 'MST', _PARAMS),
     (
         ('Standard', '0.812', '0.706', '0.719', '208K'),
         ('MZ-Slim (n_g=2, L=1)', '0.871', '0.919', '0.835', '333K'),
@@ -407,7 +410,7 @@ _TABLE8 = _table(
     'Ablation on the number of MZ generator matrices n_mz on the quadratic-TDOF target '
     '(mean ± std, 3 seeds).',
     'r2', True, 3,
-    ('n_mz', 'L=16 R2', _PARAMS, 'L=32 R2', _PARAMS),
+    ('n_mz', 'L=16', _PARAMS, 'L=32', _PARAMS),
     (
         ('1', '0.978 ± 0.004', '247K', '0.937 ± 0.014', '247K'),
         ('2', '0.976 ± 0.012', '252K', '0.959 ± 0.019', '252K'),
@@ -670,7 +673,7 @@ _TABLE22 = _table(
     'table22',
     'Convex hull volume prediction (R2, mean ± std over 5 seeds; n in [15,35] points in R^d).',
     'r2', True, 5,
-    ('Model', _PARAMS, 'd=3 R2', 'd=6 R2', 'd=9 R2'),
+    ('Model', _PARAMS, 'd=3', 'd=6', 'd=9'),
     (
         ('Standard', '208K', '0.273 ± 0.081', '-0.209 ± 0.016', '-0.099 ± 0.002'),
         ('ST-Large', '362K', '0.504 ± 0.058', '-0.178 ± 0.012', '-0.088 ± 0.004'),
@@ -853,7 +856,7 @@ _TABLE29 = _table(
     'Slot Attention baseline comparison on synthetic set tasks (R2, mean ± std over 3 seeds); '
     'models at canonical sizes, not parameter-matched.',
     'r2', True, 3,
-    ('Model', 'Max R2', 'Sum R2', 'Median R2', 'Range R2'),
+    ('Model', 'Max', 'Sum', 'Median', 'Range'),
     (
         ('Slot Attention', '0.749 ± 0.004', '0.892 ± 0.004', '0.652 ± 0.002', '0.324 ± 0.002'),
         ('Deep Sets', '0.823 ± 0.002', '0.995 ± <0.001', '0.646 ± 0.003', '0.348 ± 0.003'),

@@ -135,7 +135,7 @@ def test_every_table_of_the_paper_is_present():
     ('table2', 'MZAttn (ours)', 'G MSE', PaperValue(99.4, 1.9, '99.4 ± 1.9')),
     ('table2', 'ST-Large', 'C MN40', PaperValue(79.9, 1.0, '79.9 ± 1.0%')),
     ('table2', 'Set Transformer', 'D MSE (x10^-2)', PaperValue(2.60, 0.24, '2.60 ± 0.24')),
-    ('table3', 'ST-Large', 'd=32 R2', PaperValue(-0.006, 0.011, '-0.006 ± 0.011')),
+    ('table3', 'ST-Large', 'd=32', PaperValue(-0.006, 0.011, '-0.006 ± 0.011')),
     ('table5', 'Hull d=9', 'HyperNet r=32', PaperValue(-0.098, None, '-0.098 ± <.001')),
     ('table13', '4', 'MZ params', PaperValue(83_000.0, None, '83K')),
     ('table14', '×[1/1.5,1.5] log-symmetric', 'frac. trials with rho>=0.6',
@@ -143,7 +143,7 @@ def test_every_table_of_the_paper_is_present():
     ('table26', 'HyperNet', 'patience=20', PaperValue(0.790, 0.003, '0.790 ± 0.003 (2nd)')),
     ('table30', 'Large (d=256, n=100)', 'Training', PaperValue(5.5, None, '5.5×')),
     ('table32', 'MEB radius', 'MZAttn-Full', PaperValue(0.542, None, '0.542 (unstable)')),
-    ('figure1', 'MZAttn', 'd=8 R2', PaperValue(0.69, None, '0.69')),
+    ('figure1', 'MZAttn', 'd=8', PaperValue(0.69, None, '0.69')),
 ])
 def test_paper_value(key, row, column, expected):
     assert paper_value(key, row, column) == expected
@@ -169,10 +169,10 @@ def test_headline_claims():
 def test_column_metric():
     assert column_metric('table2', 'A MSE') == ('mse', False)
     assert column_metric('table2', 'E Scan') == ('accuracy', True)
-    assert column_metric('table3', 'd=8 R2') == ('r2', True)
+    assert column_metric('table3', 'd=8') == ('r2', True)
     assert column_metric('table19', 'Count') == ('count', None)
     with pytest.raises(ValueError, match='column must be one of'):
-        column_metric('table3', 'd=64 R2')
+        column_metric('table3', 'd=64')
 
 
 def test_unknown_keys_raise():
