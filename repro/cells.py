@@ -1,0 +1,253 @@
+r"""One cell of a table (model × task setting × seed): train, select on the
+validation split, test once, and write one JSON record atomically.
+
+A finished cell's JSON is never recomputed; a killed cell resumes from its
+last checkpoint (optimiser, scheduler, early-stopping and model-selection
+state included); a failed cell is recorded with its traceback and the
+table goes on.
+"""
+import json
+import os
+import os.path as osp
+import re
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.utilities import rank_zero_only
+
+from .datamodule import SetDataModule
+from .environment import environment_record
+from .lightning_module import SetModule, output_channels
+from .progress import EpochLogger, show_progress_bar
+from .spec import Column, Profile, Row, TableSpec
+
+RECORD_VERSION = 1
+r"""Version of the cell JSON layout."""
+
+GRADIENT_CLIP = 1.0  # App. A.1: l2-norm gradient clipping
+
+
+@dataclass(frozen=True)
+class Cell:
+    r"""One trained model: a row of a table on one of its columns, one seed."""
+    table: str
+    row: Row
+    column: Column
+    seed: int
+
+    @property
+    def cell_id(self) -> str:
+        r"""File-system safe identifier, e.g. :obj:`MZAttn-Full__d_8__s0`."""
+        return f"{_slug(self.row.label)}__{_slug(self.column.label)}__s{self.seed}"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    r"""How cells are run (not what they compute).
+
+    Args:
+        accelerator (str, optional): Lightning accelerator (:obj:`"cpu"`,
+            :obj:`"gpu"`, :obj:`"auto"`). (default: :obj:`"auto"`)
+        devices (int | str, optional): Devices per node. (default: :obj:`1`)
+        strategy (str, optional): Lightning strategy, e.g. :obj:`"ddp"`.
+            (default: :obj:`"auto"`)
+        precision (str, optional): Lightning precision, e.g.
+            :obj:`"bf16-mixed"`. (default: :obj:`"32-true"`)
+        num_nodes (int, optional): Nodes. (default: :obj:`1`)
+        deterministic (bool, optional): Deterministic algorithms only.
+            (default: :obj:`False`)
+        num_workers (int, optional): Data-loader workers. (default: :obj:`0`)
+        progress (bool, optional): Progress bar; :obj:`None` shows it in a
+            terminal outside CI and prints plain epoch lines otherwise.
+            (default: :obj:`None`)
+        keep_checkpoints (bool, optional): Keep a finished cell's
+            checkpoints. (default: :obj:`False`)
+        data_root (str, optional): Dataset cache root. (default: :obj:`None`)
+    """
+    accelerator: str = "auto"
+    devices: int | str = 1
+    strategy: str = "auto"
+    precision: str = "32-true"
+    num_nodes: int = 1
+    deterministic: bool = False
+    num_workers: int = 0
+    progress: bool | None = None
+    keep_checkpoints: bool = False
+    data_root: str | None = None
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.+-]+", "_", text).strip("_")
+
+
+def table_dir(out: str, table: str) -> str:
+    r"""Folder of a table's results: :obj:`{out}/{table}`."""
+    return osp.join(out, table)
+
+
+def cell_path(out: str, cell: Cell) -> str:
+    r"""JSON file of a cell: :obj:`{out}/{table}/cells/{cell_id}.json`."""
+    return osp.join(table_dir(out, cell.table), "cells", f"{cell.cell_id}.json")
+
+
+def checkpoint_dir(out: str, cell: Cell) -> str:
+    r"""Checkpoints of a cell: :obj:`{out}/{table}/ckpt/{cell_id}`."""
+    return osp.join(table_dir(out, cell.table), "ckpt", cell.cell_id)
+
+
+def write_json_atomic(obj: Any, path: str) -> None:
+    r"""Writes :obj:`obj` as JSON to :obj:`path` through a temporary file in
+    the same folder and :func:`os.replace`, so readers never see a partial
+    file."""
+    os.makedirs(osp.dirname(path) or ".", exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=osp.dirname(path) or ".", prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=2, sort_keys=True, default=str)
+            f.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def read_record(path: str) -> dict[str, Any] | None:
+    r"""The record at :obj:`path`, or :obj:`None` if there is none."""
+    if not osp.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def is_finished(record: dict[str, Any] | None, profile: str) -> bool:
+    r"""Whether :obj:`record` is a successful run of :obj:`profile`."""
+    return record is not None and record.get("status") == "ok" \
+        and record.get("profile") == profile
+
+
+def cell_config(spec: TableSpec, cell: Cell, profile_name: str) -> dict[str, Any]:
+    r"""Everything that determines a cell's result (stored in its JSON)."""
+    profile = spec.profile(profile_name)
+    return {
+        "table": spec.key, "row": cell.row.label, "model": cell.row.model,
+        "model_overrides": cell.row.overrides, "column": cell.column.label,
+        "task": cell.column.task, "task_overrides": task_overrides(profile, cell.column),
+        "normalize": cell.column.normalize, "seed": cell.seed, "loss": spec.loss,
+        "profile": profile_name, "training": asdict(profile) | {"seeds": None},
+        "weight_decay": 1e-5, "gradient_clip": GRADIENT_CLIP,
+    }
+
+
+def task_overrides(profile: Profile, column: Column) -> dict[str, Any]:
+    r"""Task fields of a cell: the profile's split sizes, then the column's."""
+    return {**profile.sizes(), **column.overrides}
+
+
+def _callbacks(profile: Profile, ckpt_dir: str, progress: bool) -> list[pl.Callback]:
+    callbacks = [
+        ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/loss", mode="min",
+                        save_top_k=1, save_last=True),
+        EarlyStopping(monitor="val/loss", mode="min", patience=profile.patience),
+    ]
+    return callbacks if progress else [*callbacks, EpochLogger()]
+
+
+def _build(spec: TableSpec, cell: Cell, profile: Profile,
+           options: RunOptions) -> tuple[SetModule, SetDataModule]:
+    from mzattn.baselines import build_model
+    data = SetDataModule(cell.column.task, seed=cell.seed,
+                         overrides=task_overrides(profile, cell.column),
+                         normalize=cell.column.normalize, batch_size=profile.batch_size,
+                         num_workers=options.num_workers, root=options.data_root)
+    train = data.train_dataset
+    num_classes = getattr(train, "num_classes", None) if spec.loss == "cross_entropy" else None
+    out = output_channels(spec.loss, data.target_dim, num_classes)
+    model = build_model(cell.row.model, data.in_channels, out, **cell.row.overrides)
+    module = SetModule(model, loss=spec.loss, target_dim=data.target_dim,
+                       num_classes=num_classes, lr=profile.lr,
+                       warmup_epochs=profile.warmup_epochs, max_epochs=profile.max_epochs,
+                       target_mean=train.target_mean, target_std=train.target_std)
+    return module, data
+
+
+def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
+               options: RunOptions) -> dict[str, Any]:
+    r"""Trains and tests one cell; returns the metrics part of its record.
+
+    The model with the lowest validation loss is restored before the single
+    test evaluation. A :obj:`last.ckpt` left by a killed run is resumed.
+    """
+    profile = spec.profile(profile_name)
+    pl.seed_everything(cell.seed, workers=True, verbose=False)
+    module, data = _build(spec, cell, profile, options)
+    ckpt_dir = checkpoint_dir(out, cell)
+    progress = show_progress_bar(options.progress)
+    trainer = pl.Trainer(
+        max_epochs=profile.max_epochs, accelerator=options.accelerator,
+        devices=options.devices, strategy=options.strategy, num_nodes=options.num_nodes,
+        precision=options.precision, deterministic=options.deterministic,
+        gradient_clip_val=GRADIENT_CLIP, callbacks=_callbacks(profile, ckpt_dir, progress),
+        logger=False, enable_progress_bar=progress, enable_model_summary=False,
+        default_root_dir=ckpt_dir, num_sanity_val_steps=0)
+    last = osp.join(ckpt_dir, "last.ckpt")
+    resumed = osp.exists(last)
+    trainer.fit(module, datamodule=data, ckpt_path=last if resumed else None)
+    checkpoint = trainer.checkpoint_callback
+    best = checkpoint.best_model_path or None
+    test = trainer.test(module, datamodule=data, ckpt_path=best, verbose=False)[0]
+    early = next(cb for cb in trainer.callbacks if isinstance(cb, EarlyStopping))
+    return {
+        "metrics": {k.removeprefix("test/"): float(v) for k, v in test.items()},
+        "best_val_loss": None if checkpoint.best_model_score is None
+        else float(checkpoint.best_model_score),
+        "epochs": trainer.current_epoch, "stopped_early": early.stopped_epoch > 0,
+        "resumed": resumed, "params": sum(p.numel() for p in module.model.parameters()
+                                          if p.requires_grad),
+        "device": _device_name(trainer.strategy.root_device),
+        "world_size": trainer.world_size, "precision": str(trainer.precision),
+    }
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return f"{device.type} ({torch.get_num_threads()} threads)"
+
+
+def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
+             options: RunOptions | None = None) -> dict[str, Any]:
+    r"""Runs one cell unless its JSON already holds a finished run of
+    :obj:`profile`, and returns its record (with :obj:`"skipped": True` when
+    it was not rerun). Any exception is recorded as a failed cell with its
+    traceback instead of propagating. Only global rank zero writes.
+    """
+    options = options or RunOptions()
+    path = cell_path(out, cell)
+    previous = read_record(path)
+    if is_finished(previous, profile):
+        return previous | {"skipped": True}
+    record = {"version": RECORD_VERSION, "profile": profile,
+              "config": cell_config(spec, cell, profile), "cell_id": cell.cell_id}
+    start = time.perf_counter()
+    try:
+        record |= train_cell(spec, cell, profile, out, options) | {"status": "ok"}
+    except Exception as error:  # a failed cell must not stop the table
+        record |= {"status": "failed", "error": f"{type(error).__name__}: {error}",
+                   "traceback": traceback.format_exc()}
+        print(f"[mzattn-repro] cell {cell.cell_id} failed: {record['error']}",
+              file=sys.stderr, flush=True)
+    record |= {"wall_time_s": time.perf_counter() - start} | environment_record()
+    if rank_zero_only.rank == 0:
+        write_json_atomic(record, path)
+        if record["status"] == "ok" and not options.keep_checkpoints:
+            shutil.rmtree(checkpoint_dir(out, cell), ignore_errors=True)
+    return record

@@ -1,0 +1,74 @@
+r"""Building blocks of the headline-claim checks of the table specs.
+
+A check compares aggregated cells (:class:`~mzattn.repro.results.Results`)
+and returns a :class:`~mzattn.repro.spec.Verdict`: :obj:`"not run"` if any
+cell it needs has no finished seed, else :obj:`"reproduced"` when every
+condition holds and :obj:`"not reproduced"` otherwise, with the numbers.
+"""
+import operator
+from collections.abc import Callable
+
+from .results import Results
+from .spec import Verdict
+
+REPRODUCED, NOT_REPRODUCED, NOT_RUN = "reproduced", "not reproduced", "not run"
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+
+Cell = tuple[str, str]  # (row label, column label)
+Condition = tuple[bool | None, str]
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def compare(results: Results, cell: Cell, op: str, other: Cell | float,
+            metric: str | None = None, factor: float = 1.0) -> Condition:
+    r"""Condition :math:`m(\text{cell})\ op\ \text{factor} \cdot
+    m(\text{other})` on the seed means of :obj:`metric` (:obj:`other` may
+    be a number)."""
+    if op not in _OPS:
+        raise ValueError(f"'op' must be one of {sorted(_OPS)} (got {op!r})")
+    metric = metric or results.spec.metric
+    lhs = results.mean(*cell, metric)
+    rhs = other if isinstance(other, float | int) else results.mean(*other, metric)
+    if lhs is None or rhs is None:
+        missing = cell if lhs is None else other
+        return None, f"{missing[0]} {missing[1]} not run"
+    rhs_name = _fmt(rhs) if isinstance(other, float | int) else f"{other[0]} {other[1]} {_fmt(rhs)}"
+    scaled = factor * rhs
+    text = f"{cell[0]} {cell[1]} {metric}={_fmt(lhs)} {op} " \
+           f"{'' if factor == 1.0 else f'{factor:g}x '}{rhs_name}"
+    return _OPS[op](lhs, scaled), text
+
+
+def ratio(results: Results, numerator: Cell, denominator: Cell, minimum: float,
+          metric: str = "mse") -> Condition:
+    r"""Condition :math:`m(\text{numerator}) / m(\text{denominator}) \ge
+    \text{minimum}` (e.g. an MSE ratio)."""
+    top, bottom = results.mean(*numerator, metric), results.mean(*denominator, metric)
+    if top is None or bottom is None:
+        missing = numerator if top is None else denominator
+        return None, f"{missing[0]} {missing[1]} not run"
+    value = top / bottom if bottom > 0 else float("inf")
+    return value >= minimum, (f"{metric} ratio {numerator[0]} / {denominator[0]} "
+                              f"({numerator[1]}) = {value:.3g} >= {minimum:g}")
+
+
+def verdict(*conditions: Condition) -> Verdict:
+    r"""Combines conditions: :obj:`"not run"` if one could not be evaluated,
+    :obj:`"reproduced"` if all hold, else :obj:`"not reproduced"`."""
+    details = "; ".join(text for _, text in conditions)
+    oks = [ok for ok, _ in conditions]
+    if any(ok is None for ok in oks):
+        return Verdict(NOT_RUN, details)
+    return Verdict(REPRODUCED if all(oks) else NOT_REPRODUCED, details)
+
+
+def all_compare(results: Results, cell: Cell, op: str, others: list[Cell],
+                metric: str | None = None, factor: float = 1.0) -> Verdict:
+    r"""Verdict of :func:`compare` of :obj:`cell` against every cell of
+    :obj:`others`."""
+    return verdict(*(compare(results, cell, op, other, metric, factor) for other in others))

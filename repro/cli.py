@@ -1,0 +1,92 @@
+r"""The :obj:`mzattn-repro` command (also :obj:`python -m mzattn.repro`).
+
+.. code-block:: text
+
+    mzattn-repro list                      # tables with a script
+    mzattn-repro table3 --profile quick    # run a table, write its report
+    mzattn-repro report [--out results]    # rebuild every report from the JSONs
+    mzattn-repro demo                      # Figure 1 / Table 3 headline, ~15 min on 2 cores
+    mzattn-repro models                    # registry models and parameter counts
+    mzattn-repro docker build|run TABLE    # the CUDA image (docker-py)
+    mzattn-repro env                       # environment information
+    mzattn-repro bench                     # speed and memory benchmarks
+"""
+import argparse
+import importlib
+import os.path as osp
+import sys
+
+from .tables import TABLE_MODULES, list_tables, load_spec
+
+COMMANDS = ("list", "report", "demo", "models", "docker", "env", "bench")
+_DELEGATED = {"docker": "docker_driver", "env": "envinfo", "bench": "bench"}
+
+
+def _list() -> int:
+    for key in list_tables():
+        print(f"{key:<8} {load_spec(key).title}")
+    return 0
+
+
+def _models() -> int:
+    from mzattn.baselines.registry import models_table
+    print(models_table())
+    return 0
+
+
+def _report(argv: list[str]) -> int:
+    from .report import write_report
+    from .summary import write_summary
+    parser = argparse.ArgumentParser(prog="mzattn-repro report",
+                                     description="rebuild every report from the cell JSONs")
+    parser.add_argument("--out", default="results", help="results folder (default: results)")
+    args = parser.parse_args(argv)
+    keys = [key for key in list_tables() if osp.isdir(osp.join(args.out, key, "cells"))]
+    for key in keys:
+        print(write_report(load_spec(key), args.out))
+    print(write_summary(args.out, [load_spec(key) for key in keys]))
+    return 0
+
+
+def _delegate(command: str, argv: list[str]) -> int:
+    name = f"{__package__}.{_DELEGATED[command]}"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name != name:
+            raise
+        print(f"error: 'mzattn-repro {command}' needs {name}, which is not installed",
+              file=sys.stderr)
+        return 2
+    return module.cli(argv)
+
+
+def _usage() -> str:
+    tables = " ".join(TABLE_MODULES)
+    return (f"usage: mzattn-repro {{{','.join(COMMANDS)},TABLE}} [options]\n"
+            f"tables: {tables}\nrun 'mzattn-repro TABLE --help' for the options of a table")
+
+
+def main(argv: list[str] | None = None) -> int:
+    r"""Runs the command line :obj:`argv` (default: :obj:`sys.argv[1:]`)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "list":
+        return _list()
+    if command == "models":
+        return _models()
+    if command == "report":
+        return _report(rest)
+    if command == "demo":
+        from .demo import main as demo
+        return demo(rest)
+    if command in _DELEGATED:
+        return _delegate(command, rest)
+    if command in TABLE_MODULES:
+        from .runner import main as run
+        return run(load_spec(command), rest)
+    print(f"error: unknown command {command!r}\n{_usage()}", file=sys.stderr)
+    return 2

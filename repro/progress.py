@@ -1,0 +1,30 @@
+r"""Progress output: a bar in a terminal, plain epoch lines under CI or in
+a log file."""
+import os
+import sys
+
+import lightning.pytorch as pl
+
+
+def show_progress_bar(progress: bool | None = None) -> bool:
+    r"""Whether to draw a progress bar: :obj:`progress` if given, else
+    :obj:`True` in an interactive terminal outside CI (:obj:`$CI` unset)."""
+    if progress is not None:
+        return progress
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+class EpochLogger(pl.Callback):
+    r"""Prints one line per validated epoch with the validation metrics and
+    the learning rate, e.g. :obj:`epoch 3/200 lr=6e-05 val/loss=0.39 val/r2=0.62`."""
+    KEYS = ("val/loss", "val/mse", "val/r2", "val/acc", "val/nll")
+
+    def on_validation_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        if trainer.sanity_checking or not trainer.is_global_zero:
+            return
+        metrics = trainer.callback_metrics
+        lr = trainer.optimizers[0].param_groups[0]["lr"]
+        parts = [f"lr={lr:.3g}"] + [f"{k}={float(metrics[k]):.4g}" for k in self.KEYS
+                                    if k in metrics]
+        print(f"epoch {trainer.current_epoch + 1}/{trainer.max_epochs} " + " ".join(parts),
+              flush=True)

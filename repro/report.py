@@ -1,0 +1,126 @@
+r"""Per-table :obj:`report.md` (our mean ± std beside the paper's value, the
+difference, the parameter counts, a verdict per headline claim) and the
+table's figure, rebuilt from the cell JSON files alone."""
+import os
+import os.path as osp
+import tempfile
+
+from .cells import table_dir
+from .results import Results, load_records
+from .spec import TableSpec, Verdict
+
+METRIC_NAMES = {"r2": "R²", "mse": "MSE", "acc": "accuracy", "nll": "NLL"}
+
+
+def _paper_table(spec: TableSpec):
+    if spec.paper is None:
+        return None
+    from .paper_values import paper_table
+    return paper_table(spec.paper)
+
+
+def paper_entry(spec: TableSpec, paper, row: str, column: str):
+    r"""The paper's :obj:`PaperValue` of our cell, or :obj:`None`."""
+    label = spec.paper_label(row, column)
+    if paper is None or label is None:
+        return None
+    return paper.rows.get(label[0], {}).get(label[1])
+
+
+def _cell_text(mean: float | None, std: float | None, n: int) -> str:
+    if mean is None:
+        return "not run"
+    return f"{mean:.4g} ± {std:.2g}" + (f" (n={n})" if n != 1 else " (1 seed)")
+
+
+def _value_lines(spec: TableSpec, results: Results, paper) -> list[str]:
+    metric = METRIC_NAMES.get(spec.metric, spec.metric)
+    extra = "mse" if spec.metric != "mse" and spec.loss != "cross_entropy" else None
+    head = f"| Model | Setting | Ours {metric} | Paper {metric} | Ours − paper |"
+    head += " Ours MSE |" if extra else ""
+    lines = [head, "|" + " --- |" * (5 + bool(extra))]
+    for row in spec.rows:
+        for column in spec.columns:
+            mean = results.mean(row.label, column.label)
+            std = results.std(row.label, column.label)
+            n = len(results.values(row.label, column.label))
+            value = paper_entry(spec, paper, row.label, column.label)
+            paper_text = "—" if value is None else value.text
+            diff = "—" if value is None or mean is None or value.mean is None \
+                else f"{mean - value.mean:+.3g}"
+            line = (f"| {row.label} | {column.label} | {_cell_text(mean, std, n)} | "
+                    f"{paper_text} | {diff} |")
+            if extra:
+                m = results.mean(row.label, column.label, extra)
+                line += " — |" if m is None else f" {m:.4g} |"
+            lines.append(line)
+    return lines
+
+
+def _param_lines(spec: TableSpec, results: Results, paper) -> list[str]:
+    lines = ["| Model | Registry name | Params (ours) | Params (paper) |",
+             "| --- | --- | --- | --- |"]
+    paper_params = {} if paper is None else dict(paper.params)
+    for row in spec.rows:
+        ours = results.params(row.label)
+        label = spec.paper_label(row.label, spec.columns[0].label)
+        theirs = paper_params.get(label[0] if label else row.label)
+        lines.append(f"| {row.label} | `{row.model}` | "
+                     f"{'—' if ours is None else f'{ours:,}'} | "
+                     f"{'—' if theirs is None else f'{theirs:,}'} |")
+    return lines
+
+
+def verdicts(spec: TableSpec, results: Results) -> list[tuple[str, Verdict]]:
+    r"""Every headline claim of :obj:`spec` with its verdict."""
+    return [(claim.text, claim.check(results)) for claim in spec.claims]
+
+
+def render(spec: TableSpec, results: Results, figure: str | None = None) -> str:
+    r"""The markdown report of one table."""
+    paper = _paper_table(spec)
+    profiles = ", ".join(results.profiles) or "none"
+    lines = [f"# {spec.key}: {spec.title}", "",
+             f"Profiles run: {profiles}. Finished cells: {len(results.ok)}, failed: "
+             f"{len(results.failed)}, total training time {results.wall_time() / 60:.1f} min. "
+             f"Rebuild with `mzattn-repro report`.", ""]
+    if results.profiles and results.profiles != ["full"]:
+        lines += ["Our numbers come from a reduced profile (smaller data, fewer epochs "
+                  "and seeds than the paper); compare the contrast, not the last digit.", ""]
+    if spec.notes:
+        lines += [spec.notes, ""]
+    lines += ["## Verdicts", ""]
+    lines += [f"- **{v.status}** — {text} ({v.detail})" for text, v in verdicts(spec, results)]
+    lines += ["", "## Results (test split, model selected on validation loss)", ""]
+    lines += _value_lines(spec, results, paper)
+    lines += ["", "## Parameters", ""] + _param_lines(spec, results, paper)
+    if results.failed:
+        lines += ["", "## Failed cells", ""]
+        lines += [f"- `{r['cell_id']}`: {r.get('error', 'unknown error')}"
+                  for r in results.failed]
+    if figure:
+        lines += ["", f"![{spec.key}]({osp.basename(figure)})"]
+    return "\n".join(lines) + "\n"
+
+
+def _write_text_atomic(text: str, path: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=osp.dirname(path), prefix=".tmp-", suffix=".md")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def write_report(spec: TableSpec, out: str) -> str:
+    r"""Writes :obj:`{out}/{table}/report.md` (and the figure, if the table
+    has one and any cell finished) and returns the report's path."""
+    folder = table_dir(out, spec.key)
+    os.makedirs(folder, exist_ok=True)
+    results = Results(spec, load_records(out, spec.key))
+    figure = None
+    if spec.figure is not None and results.ok:
+        figure = osp.join(folder, f"{spec.key}.png")
+        spec.figure(results, figure)
+    path = osp.join(folder, "report.md")
+    _write_text_atomic(render(spec, results, figure), path)
+    return path

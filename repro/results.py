@@ -1,0 +1,69 @@
+r"""Aggregation of a table's cell JSON files into mean ± std per cell."""
+import glob
+import json
+import os.path as osp
+import statistics
+from typing import Any
+
+from .cells import table_dir
+from .spec import TableSpec
+
+
+def load_records(out: str, table: str) -> list[dict[str, Any]]:
+    r"""Every cell record of :obj:`table` under :obj:`out`, sorted by cell id."""
+    paths = sorted(glob.glob(osp.join(table_dir(out, table), "cells", "*.json")))
+    records = []
+    for path in paths:
+        with open(path) as f:
+            records.append(json.load(f))
+    return records
+
+
+class Results:
+    r"""The finished cells of one table, indexed by (row, column) label.
+
+    Args:
+        spec (TableSpec): The table.
+        records (list[dict]): Cell records (:func:`load_records`).
+    """
+    def __init__(self, spec: TableSpec, records: list[dict[str, Any]]) -> None:
+        self.spec = spec
+        self.ok = [r for r in records if r.get("status") == "ok"]
+        self.failed = [r for r in records if r.get("status") != "ok"]
+        self.profiles = sorted({r["profile"] for r in self.ok})
+
+    def records(self, row: str, column: str) -> list[dict[str, Any]]:
+        r"""Successful records of one cell, all seeds."""
+        return [r for r in self.ok
+                if r["config"]["row"] == row and r["config"]["column"] == column]
+
+    def values(self, row: str, column: str, metric: str | None = None) -> list[float]:
+        r"""Test :obj:`metric` (default: the table's) of every seed."""
+        metric = metric or self.spec.metric
+        return [r["metrics"][metric] for r in self.records(row, column)
+                if metric in r["metrics"]]
+
+    def mean(self, row: str, column: str, metric: str | None = None) -> float | None:
+        r"""Mean over seeds, :obj:`None` if the cell has not run."""
+        values = self.values(row, column, metric)
+        return statistics.fmean(values) if values else None
+
+    def std(self, row: str, column: str, metric: str | None = None) -> float | None:
+        r"""Sample standard deviation over seeds (0 for one seed)."""
+        values = self.values(row, column, metric)
+        if not values:
+            return None
+        return statistics.stdev(values) if len(values) > 1 else 0.0
+
+    def params(self, row: str) -> int | None:
+        r"""Trainable parameters of a row's model on its first finished
+        column (counts depend on the input width)."""
+        for column in self.spec.columns:
+            records = self.records(row, column.label)
+            if records:
+                return records[0]["params"]
+        return None
+
+    def wall_time(self) -> float:
+        r"""Total seconds of all finished cells."""
+        return sum(r.get("wall_time_s", 0.0) for r in self.ok)

@@ -1,0 +1,130 @@
+r"""Runs a table (its grid of cells) and writes its report; the command-line
+options shared by every table script and :obj:`mzattn-repro TABLE`."""
+import argparse
+import logging
+import sys
+import time
+
+import torch
+from lightning.pytorch.utilities import rank_zero_only
+
+from .cells import Cell, RunOptions, run_cell
+from .progress import show_progress_bar
+from .report import write_report
+from .spec import PROFILES, TableSpec
+
+DEVICES = {"cpu": "cpu", "cuda": "gpu", "gpu": "gpu", "auto": "auto"}
+
+
+def grid(spec: TableSpec, profile: str, models: list[str] | None = None,
+         columns: list[str] | None = None, seeds: list[int] | None = None) -> list[Cell]:
+    r"""The cells to run: selected rows × columns × seeds (the profile's
+    seeds unless :obj:`seeds` is given), seed-major so that every row and
+    column gets a first seed before any gets a second."""
+    rows, cols = spec.select_rows(models), spec.select_columns(columns)
+    seeds = list(spec.profile(profile).seeds) if seeds is None else seeds
+    return [Cell(spec.key, row, column, seed)
+            for seed in seeds for column in cols for row in rows]
+
+
+def _say(text: str) -> None:
+    if rank_zero_only.rank == 0:
+        print(f"[mzattn-repro] {text}", flush=True)
+
+
+def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None = None,
+              columns: list[str] | None = None, seeds: list[int] | None = None,
+              out: str = "results", options: RunOptions | None = None) -> list[dict]:
+    r"""Runs every selected cell (finished ones are skipped, failed ones are
+    recorded and the others still run), then rebuilds the table's report.
+
+    Returns:
+        list[dict]: The cell records, in run order.
+    """
+    cells = grid(spec, profile, models, columns, seeds)
+    records = []
+    for index, cell in enumerate(cells, 1):
+        start = time.perf_counter()
+        record = run_cell(spec, cell, profile, out, options)
+        records.append(record)
+        state = "skipped (finished)" if record.get("skipped") else record["status"]
+        metrics = record.get("metrics", {})
+        shown = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
+        _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {state} {shown} "
+             f"({time.perf_counter() - start:.0f} s)")
+    if rank_zero_only.rank == 0:
+        _say(f"report: {write_report(spec, out)}")
+    return records
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    r"""Adds the options of a table run to :obj:`parser`."""
+    parser.add_argument("--profile", choices=PROFILES, default="quick",
+                        help="smoke (seconds), quick (2-core CPU), full (paper protocol)")
+    parser.add_argument("--models", type=_names, default=None,
+                        help="comma-separated row labels or registry names (default: all)")
+    parser.add_argument("--columns", type=_names, default=None,
+                        help="comma-separated column labels (default: all)")
+    parser.add_argument("--seeds", type=_seeds, default=None,
+                        help="comma-separated seeds (default: the profile's)")
+    parser.add_argument("--out", default="results", help="results folder (default: results)")
+    parser.add_argument("--device", choices=sorted(DEVICES), default="auto")
+    parser.add_argument("--devices", default="1", help="devices per node, passed to Lightning")
+    parser.add_argument("--num-nodes", type=int, default=1)
+    parser.add_argument("--strategy", default="auto", help="Lightning strategy, e.g. ddp")
+    parser.add_argument("--precision", default="32-true",
+                        help="Lightning precision, e.g. bf16-mixed")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="use deterministic algorithms only")
+    parser.add_argument("--num-workers", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--data-root", default=None, help="dataset cache root")
+    parser.add_argument("--keep-checkpoints", action="store_true")
+    bar = parser.add_mutually_exclusive_group()
+    bar.add_argument("--progress", dest="progress", action="store_true", default=None)
+    bar.add_argument("--no-progress", dest="progress", action="store_false")
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        return [int(seed) for seed in _names(text)]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"'--seeds' must be integers (got {text!r})") from error
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    r"""The :class:`RunOptions` of parsed arguments."""
+    devices = int(args.devices) if args.devices.isdigit() else args.devices
+    return RunOptions(accelerator=DEVICES[args.device], devices=devices,
+                      strategy=args.strategy, precision=args.precision,
+                      num_nodes=args.num_nodes, deterministic=args.deterministic,
+                      num_workers=args.num_workers, progress=args.progress,
+                      keep_checkpoints=args.keep_checkpoints, data_root=args.data_root)
+
+
+def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
+    r"""Runs :obj:`spec` as parsed by :func:`add_run_arguments`; the exit
+    status is 1 when a cell failed."""
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    if not show_progress_bar(args.progress):  # plain logs: keep Lightning's banners out
+        logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
+    records = run_table(spec, args.profile, args.models, args.columns, args.seeds, args.out,
+                        options_from_args(args))
+    return int(any(r["status"] != "ok" for r in records))
+
+
+def main(spec: TableSpec, argv: list[str] | None = None) -> int:
+    r"""Entry point of a table script: :obj:`python repro/<script>.py
+    [--profile quick] ...`."""
+    parser = argparse.ArgumentParser(prog=spec.key, description=spec.title)
+    add_run_arguments(parser)
+    try:
+        return run_from_args(spec, parser.parse_args(argv))
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2

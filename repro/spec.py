@@ -1,0 +1,187 @@
+r"""Declarative description of one reproduced table: its rows (models), its
+columns (task settings), its run profiles and its headline claims.
+
+Every table script (:obj:`repro/tableNN_*.py`) builds one :class:`TableSpec`
+at the top of the file and calls :func:`mzattn.repro.runner.main` with it.
+"""
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+PROFILES = ("smoke", "quick", "full")
+r"""Run profiles: :obj:`smoke` (seconds, used by the tests), :obj:`quick`
+(a 2-core CPU, well under an hour per table) and :obj:`full` (the paper's
+protocol)."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    r"""Data sizes and training budget of one run profile.
+
+    Args:
+        num_train (int, optional): Training sets, :obj:`None` for the task's
+            default (the paper's size). (default: :obj:`None`)
+        num_val (int, optional): Validation sets. (default: :obj:`None`)
+        num_test (int, optional): Test sets. (default: :obj:`None`)
+        max_epochs (int, optional): Epoch cap. (default: :obj:`200`)
+        patience (int, optional): Early-stopping patience on the validation
+            loss. (default: :obj:`20`)
+        batch_size (int, optional): Sets per batch. (default: :obj:`128`)
+        seeds (tuple[int, ...], optional): Seeds run per cell. (default: :obj:`(0, 1, 2)`)
+        warmup_epochs (int, optional): Linear warm-up epochs. (default: :obj:`5`)
+        lr (float, optional): Peak learning rate. (default: :obj:`1e-4`)
+    """
+    num_train: int | None = None
+    num_val: int | None = None
+    num_test: int | None = None
+    max_epochs: int = 200
+    patience: int = 20
+    batch_size: int = 128
+    seeds: tuple[int, ...] = (0, 1, 2)
+    warmup_epochs: int = 5
+    lr: float = 1e-4
+
+    def sizes(self) -> dict[str, int]:
+        r"""The split-size overrides of this profile (unset sizes left out)."""
+        sizes = {"num_train": self.num_train, "num_val": self.num_val,
+                 "num_test": self.num_test}
+        return {k: v for k, v in sizes.items() if v is not None}
+
+
+SMOKE = Profile(num_train=32, num_val=16, num_test=16, max_epochs=1, patience=1,
+                batch_size=16, seeds=(0,), warmup_epochs=1)
+r"""The shared smoke profile: tiny data, one epoch, registry-default models."""
+
+
+@dataclass(frozen=True)
+class Row:
+    r"""A table row: a registry model with optional constructor overrides.
+
+    Args:
+        label (str): Row label, as in the paper.
+        model (str): Name for :func:`mzattn.baselines.build_model`.
+        overrides (dict, optional): Constructor overrides. (default: :obj:`{}`)
+    """
+    label: str
+    model: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Column:
+    r"""A table column: a synthetic task with configuration overrides.
+
+    Args:
+        label (str): Column label, as in the paper (e.g. :obj:`"d=8"`).
+        task (str): Task name of :obj:`mzattn.datasets.synthetic.TASKS`.
+        overrides (dict, optional): Task fields, applied after the profile's
+            split sizes. (default: :obj:`{}`)
+        normalize (bool, optional): Normalise targets (App. D.2.4).
+            (default: :obj:`False`)
+    """
+    label: str
+    task: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    normalize: bool = False
+
+
+@dataclass(frozen=True)
+class Verdict:
+    r"""Outcome of one headline claim: :obj:`status` is
+    :obj:`"reproduced"`, :obj:`"not reproduced"` or :obj:`"not run"`;
+    :obj:`detail` gives the numbers it was decided on."""
+    status: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    r"""A headline claim of a table and the check deciding it on our
+    aggregated results (:class:`mzattn.repro.report.Results`).
+
+    Args:
+        text (str): The claim, in the paper's words.
+        check (callable): :obj:`check(results) -> Verdict`.
+    """
+    text: str
+    check: Callable[[Any], Verdict]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    r"""One reproduced table: the grid rows × columns × seeds, the metrics
+    reported, the profiles, the claims and the optional figure.
+
+    Args:
+        key (str): CLI name, e.g. :obj:`"table3"`.
+        title (str): One-line description.
+        rows (tuple[Row, ...]): Models, in the paper's order.
+        columns (tuple[Column, ...]): Task settings.
+        profiles (dict[str, Profile]): One :class:`Profile` per name of
+            :obj:`PROFILES`.
+        metric (str, optional): Metric of the table (:obj:`"r2"`,
+            :obj:`"mse"`, :obj:`"acc"`, :obj:`"nll"`). (default: :obj:`"r2"`)
+        loss (str, optional): Training objective of
+            :obj:`mzattn.repro.lightning_module.LOSSES`. (default: :obj:`"mse"`)
+        paper (str, optional): Key of the table in
+            :obj:`mzattn.repro.paper_values.TABLES`. (default: :obj:`None`)
+        paper_cell (callable, optional): :obj:`paper_cell(row, column)` maps
+            our cell to the paper's :obj:`(row, column)` labels, or
+            :obj:`None` where the paper has no number. (default: identity)
+        claims (tuple[Claim, ...], optional): Headline claims. (default: :obj:`()`)
+        figure (callable, optional): :obj:`figure(results, path)` draws the
+            paper's figure as a PNG. (default: :obj:`None`)
+        notes (str, optional): Deviations and choices, printed in the
+            report. (default: :obj:`""`)
+    """
+    key: str
+    title: str
+    rows: tuple[Row, ...]
+    columns: tuple[Column, ...]
+    profiles: dict[str, Profile]
+    metric: str = "r2"
+    loss: str = "mse"
+    paper: str | None = None
+    paper_cell: Callable[[str, str], tuple[str, str] | None] | None = None
+    claims: tuple[Claim, ...] = ()
+    figure: Callable[[Any, str], None] | None = None
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        missing = set(PROFILES) - set(self.profiles)
+        if missing:
+            raise ValueError(f"'profiles' of {self.key} lacks {sorted(missing)}")
+        for kind, items in (("rows", self.rows), ("columns", self.columns)):
+            labels = [item.label for item in items]
+            if not labels or len(set(labels)) != len(labels):
+                raise ValueError(f"'{kind}' of {self.key} must be non-empty and unique "
+                                 f"(got {labels})")
+
+    def profile(self, name: str) -> Profile:
+        r"""The :class:`Profile` called :obj:`name`."""
+        if name not in self.profiles:
+            raise ValueError(f"'profile' must be one of {PROFILES} (got {name!r})")
+        return self.profiles[name]
+
+    def paper_label(self, row: str, column: str) -> tuple[str, str] | None:
+        r"""The paper's :obj:`(row, column)` of our cell (see :obj:`paper_cell`)."""
+        return (row, column) if self.paper_cell is None else self.paper_cell(row, column)
+
+    def select_rows(self, names: list[str] | None) -> tuple[Row, ...]:
+        r"""Rows whose label or registry name is in :obj:`names` (all if
+        :obj:`None`); an unknown name raises a :class:`ValueError`."""
+        return _select(self.rows, names, "models", lambda r: (r.label, r.model))
+
+    def select_columns(self, names: list[str] | None) -> tuple[Column, ...]:
+        r"""Columns whose label is in :obj:`names` (all if :obj:`None`)."""
+        return _select(self.columns, names, "columns", lambda c: (c.label,))
+
+
+def _select(items: tuple, names: list[str] | None, what: str, keys: Callable) -> tuple:
+    if names is None:
+        return items
+    known = {key for item in items for key in keys(item)}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(f"unknown '{what}' {unknown}; choose from {sorted(known)}")
+    return tuple(item for item in items if set(keys(item)) & set(names))

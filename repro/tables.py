@@ -1,0 +1,49 @@
+r"""The reproduced tables: CLI key → table script module (imported lazily,
+so :obj:`mzattn-repro list` stays fast)."""
+import importlib
+import importlib.util
+
+from .spec import TableSpec
+
+TABLE_MODULES: dict[str, str] = {
+    "table1": "table01_depth_separation",
+    "table2": "table02_main",
+    "table3": "table03_meb",
+    "table4": "table04_rotation_scaling",
+    "table5": "table05_hypernet_rank",
+    "table6": "table06_parameter_efficiency",
+    "table7": "egnn_comparison",
+    "table8": "table08_matrix_generators",
+    "table9": "table09_zonotope_generators",
+    "table10": "table10_genqk",
+    "table11": "table11_hypernet_rank",
+    "table12": "table12_depth",
+    "table13": "table13_sequence",
+    "table15": "table15_ambiguity",
+    "table16": "table16_size_generalization",
+    "table17": "table17_mst_normalized",
+    "table18": "table18_hull_normalized",
+    "table22": "table22_hull",
+    "table23": "table23_mst_scaling",
+    "table24": "table24_sgsp",
+    "table25": "table25_large_scale",
+    "table27": "table27_meta_regression",
+    "table29": "table29_slot_attention",
+}
+r"""Every table with a script in :obj:`repro/`, in the paper's order."""
+
+
+def list_tables() -> list[str]:
+    r"""The table keys whose scripts exist, in the paper's order."""
+    return [key for key in TABLE_MODULES if importlib.util.find_spec(_module(key))]
+
+
+def _module(key: str) -> str:
+    return f"{__package__}.{TABLE_MODULES[key]}"
+
+
+def load_spec(key: str) -> TableSpec:
+    r"""The :class:`~mzattn.repro.spec.TableSpec` of table :obj:`key`."""
+    if key not in TABLE_MODULES:
+        raise ValueError(f"unknown table {key!r}; choose from {list(TABLE_MODULES)}")
+    return importlib.import_module(_module(key)).SPEC
