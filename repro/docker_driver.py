@@ -270,6 +270,6 @@ def cli(argv: list[str]) -> int:
         print(f"error: {e.explanation}; build it first with `mzattn-repro docker build`",
               file=sys.stderr)
     except (DockerUnavailableError, GPURuntimeError, BuildError, ValueError,
-            docker.errors.APIError) as e:
+            docker.errors.DockerException) as e:
         print(f"error: {e}", file=sys.stderr)
     return 1
