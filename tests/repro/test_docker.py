@@ -487,10 +487,12 @@ def _console_script() -> str:
     return str(Path(sys.executable).with_name("mzattn-repro"))
 
 
+@pytest.mark.slow
 def test_entrypoint_contract_table28_smoke(tmp_path):
     r"""What the container does: ``mzattn-repro table28 --profile smoke`` in
     the working folder, no ``--out``, results under ``./results`` (the
-    image's volume)."""
+    image's volume). Slow: a smoke table trains every model of its grid
+    (``table3 --profile smoke`` took 385 s on our 2 shared cores)."""
     pytest.importorskip("mzattn.repro.cli", reason="the harness CLI (mzattn.repro.cli) "
                         "is not in this checkout")
     listing = subprocess.run([_console_script(), "list"], capture_output=True, text=True,
