@@ -142,7 +142,8 @@ def cell_config(spec: TableSpec, cell: Cell, profile_name: str) -> dict[str, Any
         "model_overrides": cell.row.overrides, "column": cell.column.label,
         "task": cell.column.task, "task_overrides": task_overrides(profile, cell.column),
         "normalize": cell.column.normalize, "seed": cell.seed, "loss": spec.loss,
-        "profile": profile_name, "training": asdict(profile) | {"seeds": None},
+        "profile": profile_name, "training": {k: v for k, v in asdict(profile).items()
+                                           if k not in ("seeds", "rows", "columns")},
         "weight_decay": 1e-5, "gradient_clip": GRADIENT_CLIP,
     }
 

@@ -19,9 +19,10 @@ DEVICES = {"cpu": "cpu", "cuda": "gpu", "gpu": "gpu", "auto": "auto"}
 def grid(spec: TableSpec, profile: str, models: list[str] | None = None,
          columns: list[str] | None = None, seeds: list[int] | None = None) -> list[Cell]:
     r"""The cells to run: selected rows × columns × seeds (the profile's
-    seeds unless :obj:`seeds` is given), seed-major so that every row and
+    rows, columns and seeds unless given), seed-major so that every row and
     column gets a first seed before any gets a second."""
-    rows, cols = spec.select_rows(models), spec.select_columns(columns)
+    rows = spec.select_rows(models, profile)
+    cols = spec.select_columns(columns, profile)
     seeds = list(spec.profile(profile).seeds) if seeds is None else seeds
     return [Cell(spec.key, row, column, seed)
             for seed in seeds for column in cols for row in rows]

@@ -30,6 +30,10 @@ class Profile:
         seeds (tuple[int, ...], optional): Seeds run per cell. (default: :obj:`(0, 1, 2)`)
         warmup_epochs (int, optional): Linear warm-up epochs. (default: :obj:`5`)
         lr (float, optional): Peak learning rate. (default: :obj:`1e-4`)
+        rows (tuple[str, ...], optional): Row labels run by default,
+            :obj:`None` for all. (default: :obj:`None`)
+        columns (tuple[str, ...], optional): Column labels run by default,
+            :obj:`None` for all. (default: :obj:`None`)
     """
     num_train: int | None = None
     num_val: int | None = None
@@ -40,6 +44,8 @@ class Profile:
     seeds: tuple[int, ...] = (0, 1, 2)
     warmup_epochs: int = 5
     lr: float = 1e-4
+    rows: tuple[str, ...] | None = None
+    columns: tuple[str, ...] | None = None
 
     def sizes(self) -> dict[str, int]:
         r"""The split-size overrides of this profile (unset sizes left out)."""
@@ -51,6 +57,23 @@ class Profile:
 SMOKE = Profile(num_train=32, num_val=16, num_test=16, max_epochs=1, patience=1,
                 batch_size=16, seeds=(0,), warmup_epochs=1)
 r"""The shared smoke profile: tiny data, one epoch, registry-default models."""
+
+QUICK = Profile(num_train=1000, num_val=250, num_test=500, max_epochs=20, patience=6,
+                batch_size=32, seeds=(0,), warmup_epochs=2, lr=5e-4)
+r"""The default quick profile, sized for a 2-core CPU: 1K/250/500 sets, batch
+32, a higher peak learning rate (5e-4) with a 2-epoch warm-up so that 20
+epochs make progress, patience 6, one seed."""
+
+
+def full(seeds: tuple[int, ...] = (0, 1, 2), **kwargs: Any) -> Profile:
+    r"""The paper's protocol (App. A.1): the task's own split sizes, batch
+    128, AdamW 1e-4, 5 warm-up epochs, 200 epochs, patience 20."""
+    return Profile(seeds=seeds, **kwargs)
+
+
+def transposed(row: str, column: str) -> tuple[str, str]:
+    r""":obj:`paper_cell` of a table printed with models as columns."""
+    return column, row
 
 
 @dataclass(frozen=True)
@@ -167,14 +190,26 @@ class TableSpec:
         r"""The paper's :obj:`(row, column)` of our cell (see :obj:`paper_cell`)."""
         return (row, column) if self.paper_cell is None else self.paper_cell(row, column)
 
-    def select_rows(self, names: list[str] | None) -> tuple[Row, ...]:
-        r"""Rows whose label or registry name is in :obj:`names` (all if
-        :obj:`None`); an unknown name raises a :class:`ValueError`."""
+    def select_rows(self, names: list[str] | None,
+                    profile: str | None = None) -> tuple[Row, ...]:
+        r"""Rows whose label or registry name is in :obj:`names` (if
+        :obj:`None`: the rows of :obj:`profile`, else all); an unknown name
+        raises a :class:`ValueError`."""
+        if names is None and profile is not None:
+            names = _list(self.profile(profile).rows)
         return _select(self.rows, names, "models", lambda r: (r.label, r.model))
 
-    def select_columns(self, names: list[str] | None) -> tuple[Column, ...]:
-        r"""Columns whose label is in :obj:`names` (all if :obj:`None`)."""
+    def select_columns(self, names: list[str] | None,
+                       profile: str | None = None) -> tuple[Column, ...]:
+        r"""Columns whose label is in :obj:`names` (if :obj:`None`: the
+        columns of :obj:`profile`, else all)."""
+        if names is None and profile is not None:
+            names = _list(self.profile(profile).columns)
         return _select(self.columns, names, "columns", lambda c: (c.label,))
+
+
+def _list(labels: tuple[str, ...] | None) -> list[str] | None:
+    return None if labels is None else list(labels)
 
 
 def _select(items: tuple, names: list[str] | None, what: str, keys: Callable) -> tuple:

@@ -1,0 +1,72 @@
+r"""Table 1: depth separation on the quadratic-TDOF target (Eq. 4): a
+1-layer MZAttn against a 4-layer Set Transformer for
+:math:`L \in \{4, 8, 16, 24, 32\}` (plus EGNN, Sec. 3.2).
+
+.. code-block:: bash
+
+    python repro/table01_depth_separation.py --profile quick
+"""
+from mzattn.repro.claims import compare, ratio, verdict
+from mzattn.repro.runner import main as run_main
+from mzattn.repro.spec import SMOKE, Claim, Column, Profile, Row, TableSpec
+
+LS = (4, 8, 16, 24, 32)
+ROWS = (
+    Row("MZAttn-1L", "mz-1l"),
+    Row("ST-4L", "st-4l"),
+    Row("EGNN", "egnn"),
+)
+COLUMNS = tuple(Column(f"L={L}", "quadratic_tdof", {"L": L}) for L in LS)
+
+PROFILES = {
+    "smoke": SMOKE,
+    "quick": Profile(num_train=1000, num_val=250, num_test=500, max_epochs=20, patience=6,
+                     batch_size=32, seeds=(0,), warmup_epochs=2, lr=5e-4),
+    "full": Profile(max_epochs=200, patience=20, batch_size=128, seeds=(0, 1, 2)),
+}
+
+
+def _paper_cell(row: str, column: str) -> tuple[str, str] | None:
+    if row == "EGNN":
+        return None
+    return column.removeprefix("L="), f"{row} R2"
+
+
+CLAIMS = (
+    Claim("A single MZAttn layer holds R² >= 0.90 at every L",
+          lambda r: verdict(*(compare(r, ("MZAttn-1L", c.label), ">=", 0.9) for c in COLUMNS))),
+    Claim("The 4-layer Set Transformer degrades with L (paper: 0.97 at L=4 to 0.40 at L=32; "
+          "we test a drop of at least 0.1)",
+          lambda r: verdict(compare(r, ("ST-4L", "L=32"), "<=", ("ST-4L", "L=4"), factor=1.0),
+                            compare(r, ("ST-4L", "L=4"), ">=", ("ST-4L", "L=32"), factor=1.0),
+                            _drop(r))),
+    Claim("A 6-15x residual-MSE gap: MSE(ST-4L) / MSE(MZAttn-1L) >= 6 at every L",
+          lambda r: verdict(*(ratio(r, ("ST-4L", c.label), ("MZAttn-1L", c.label), 6.0)
+                              for c in COLUMNS))),
+    Claim("EGNN collapses to R² ≈ 0 for every L (we test |R²| <= 0.05)",
+          lambda r: verdict(*(cond for c in COLUMNS
+                              for cond in (compare(r, ("EGNN", c.label), "<=", 0.05),
+                                           compare(r, ("EGNN", c.label), ">=", -0.05))))),
+)
+
+
+def _drop(results):
+    low, high = results.mean("ST-4L", "L=4"), results.mean("ST-4L", "L=32")
+    if low is None or high is None:
+        return None, "ST-4L L=4 / L=32 not run"
+    return low - high >= 0.1, f"ST-4L R² drop L=4 -> L=32 = {low - high:.3g} >= 0.1"
+
+
+SPEC = TableSpec(
+    key="table1",
+    title="Depth separation on the quadratic-TDOF target: MZAttn-1L vs. ST-4L (R²)",
+    rows=ROWS, columns=COLUMNS, profiles=PROFILES, paper="table1", paper_cell=_paper_cell,
+    claims=CLAIMS,
+    notes="Rows: `mz-1l` (one MZ-ISAB encoder block) and `st-4l` (four ISAB blocks). "
+          "Quick profile: 1K/250/500 sets, batch 32, peak lr 5e-4, 2-epoch warm-up, "
+          "at most 20 epochs (patience 6), one seed; the paper: 10K/2K/2K, batch 128, lr 1e-4, "
+          "200 epochs, 3 seeds.",
+)
+
+if __name__ == "__main__":
+    raise SystemExit(run_main(SPEC))

@@ -1,0 +1,73 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mzattn.baselines import build_model
+from mzattn.datasets.synthetic import get_config
+from mzattn.repro.cells import cell_path, read_record
+from mzattn.repro.lightning_module import output_channels
+from mzattn.repro.paper_values import TABLES
+from mzattn.repro.runner import grid, run_table
+from mzattn.repro.spec import PROFILES
+from mzattn.repro.tables import TABLE_MODULES, list_tables, load_spec
+
+KEYS = list(TABLE_MODULES)
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_every_table_has_a_script():
+    assert list_tables() == KEYS
+    assert os.path.exists(os.path.join(REPO, "repro", "egnn_comparison.py"))
+    assert TABLE_MODULES["table7"] == "egnn_comparison"
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_spec_is_consistent_with_registry_tasks_and_paper(key):
+    spec = load_spec(key)
+    assert spec.key == key and set(spec.profiles) == set(PROFILES)
+    for profile in PROFILES:
+        assert grid(spec, profile)  # profile row/column subsets exist
+    paper = TABLES[spec.paper]
+    matched = 0
+    for row in spec.rows:
+        for column in spec.columns:
+            config = get_config(column.task, **column.overrides)
+            out = output_channels(spec.loss, config.target_dim)
+            model = build_model(row.model, config.num_features, out, **row.overrides)
+            assert sum(p.numel() for p in model.parameters()) > 0
+            label = spec.paper_label(row.label, column.label)
+            matched += label is not None and label[1] in paper.rows.get(label[0], {})
+    assert matched > 0, f"no cell of {key} maps to a paper value"
+    assert spec.claims
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_table_smoke_first_cell(key, tmp_path, options):
+    spec = load_spec(key)
+    records = run_table(spec, "smoke", models=[spec.rows[0].label],
+                        columns=[spec.columns[0].label], out=str(tmp_path), options=options)
+    assert [r["status"] for r in records] == ["ok"], records[0].get("traceback")
+    assert (tmp_path / key / "report.md").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", KEYS)
+def test_table_smoke_full_grid(key, tmp_path, options):
+    records = run_table(load_spec(key), "smoke", out=str(tmp_path), options=options)
+    failed = [r["cell_id"] + ": " + r.get("error", "") for r in records if r["status"] != "ok"]
+    assert not failed
+
+
+def test_egnn_comparison_runs_as_a_plain_script(tmp_path, data_root):
+    script = os.path.join(REPO, "repro", "egnn_comparison.py")
+    command = [sys.executable, script, "--profile", "smoke", "--models", "mz-full",
+               "--columns", "Quadratic TDOF L=4", "--out", str(tmp_path), "--device", "cpu",
+               "--data-root", data_root, "--no-progress"]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    spec = load_spec("table7")
+    cell = grid(spec, "smoke", ["mz-full"], ["Quadratic TDOF L=4"])[0]
+    assert read_record(cell_path(str(tmp_path), cell))["status"] == "ok"
