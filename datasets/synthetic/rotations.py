@@ -61,7 +61,7 @@ def apply_rotation(X, angles, *, transpose: bool = False) -> np.ndarray:
         transpose (bool, optional): Apply :math:`R^\top = R^{-1}` instead.
             (default: :obj:`False`)
     """
-    X = np.array(X, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
     angles = np.asarray(angles, dtype=np.float64)
     d = X.shape[-1]
     if angles.shape[-1] != d * (d - 1) // 2:
@@ -69,16 +69,18 @@ def apply_rotation(X, angles, *, transpose: bool = False) -> np.ndarray:
                          f"entries in its last axis (got {angles.shape[-1]})")
     rounds = givens_rounds(d)
     offsets = np.cumsum([0] + [len(r) for r in rounds])
+    Xt = np.ascontiguousarray(np.moveaxis(X, -1, 0))  # [d, ..., n]: rows gather fast
+    At = np.moveaxis(angles, -1, 0)[..., None]  # [d (d - 1) / 2, ..., 1]
     # X R^T = ((X G_K^T) ... ) G_1^T: the last plane acts first on the rows.
     steps = range(len(rounds)) if transpose else reversed(range(len(rounds)))
     for r in steps:
         i, j = rounds[r][:, 0], rounds[r][:, 1]
-        theta = angles[..., None, offsets[r]:offsets[r + 1]]  # [..., 1, |round|]
+        theta = At[offsets[r]:offsets[r + 1]]  # [|round|, ..., 1]
         s = -np.sin(theta) if transpose else np.sin(theta)
         c = np.cos(theta)
-        xi, xj = X[..., i], X[..., j]
-        X[..., i], X[..., j] = c * xi - s * xj, s * xi + c * xj
-    return X
+        xi, xj = Xt[i], Xt[j]
+        Xt[i], Xt[j] = c * xi - s * xj, s * xi + c * xj
+    return np.moveaxis(Xt, 0, -1)
 
 
 def rotation_matrix(angles, d: int) -> np.ndarray:

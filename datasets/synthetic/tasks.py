@@ -273,7 +273,8 @@ class RotationMatchingConfig(SetSizeConfig):
     :math:`A \sim \mathcal{N}(0, I_d)` with :math:`n \sim \mathcal{U}\{10,
     \dots, 30\}` points (the paper gives no size; we use Task B's), and
     :math:`B = A R^\top + \varepsilon`, :math:`\varepsilon \sim
-    \mathcal{N}(0, 0.1^2 I)`, where :math:`R` is the product of Givens
+    \mathcal{N}(0, 0.1^2 I)` (drawn as :math:`\varepsilon = E R^\top` with
+    :math:`E \sim \mathcal{N}(0, 0.1^2 I)`, the same law), where :math:`R` is the product of Givens
     rotations in all :math:`d(d-1)/2` planes with angles
     :math:`\mathcal{U}(-\text{max\_angle}, \text{max\_angle})` drawn per set
     (:mod:`~mzattn.datasets.synthetic.rotations`). Input :math:`[a_i, 0]`,
@@ -324,9 +325,10 @@ class RotationMatchingConfig(SetSizeConfig):
             A[i, :n] = rng.standard_normal((n, self.d))
         angles = rng.uniform(-self.max_angle, self.max_angle,
                              (count, self.d * (self.d - 1) // 2))
-        E = self.noise * rng.standard_normal(A.shape)
-        B = apply_rotation(A, angles) + E
-        aligned = A + apply_rotation(E, angles, transpose=True)  # = B R
+        # B = (A + E) R^T = A R^T + E R^T with E R^T ~ N(0, noise^2 I) exactly
+        # (isotropy), so the aligned cloud B R = A + E needs no second rotation.
+        aligned = A + self.noise * rng.standard_normal(A.shape)
+        B = apply_rotation(aligned, angles)
         out = []
         for i, n in enumerate(sizes):
             x = np.concatenate([np.c_[A[i, :n], np.zeros(n)], np.c_[B[i, :n], np.ones(n)]])
