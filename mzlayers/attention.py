@@ -136,7 +136,8 @@ def _dense(q, k, v, key_layout, query_layout, dropout, max_padding) -> Tensor:
             index = (b.set_ids[:, None] * q.size(0) +
                      torch.arange(q.size(0), device=q.device)).view(-1)
         else:
-            rows = res.reshape(-1, *res.shape[2:])[b.query_pos]
+            rows = res.reshape(-1, *res.shape[2:])
+            rows = rows if b.query_pos is None else rows[b.query_pos]
             index = b.query_index
         if len(buckets) == 1 and (shared or index is None):
             return rows

@@ -50,8 +50,9 @@ class Bucket:
         set_ids (torch.Tensor): The sets of this bucket, :obj:`[S]`.
         key_index (torch.Tensor, optional): Element index of every key of the
             bucket (:obj:`None` when it is :obj:`arange(N)`).
-        key_pos (torch.Tensor): Flat position of every key in the padded
-            :obj:`[S * key_width]` buffer.
+        key_pos (torch.Tensor, optional): Flat position of every key in the
+            padded :obj:`[S * key_width]` buffer (:obj:`None` when the bucket
+            holds all sets in order, all of size :obj:`key_width`: no padding).
         key_width (int): Padded number of keys per set.
         key_mask (torch.Tensor): :obj:`[S, key_width]`, :obj:`True` = real.
         query_index, query_pos, query_width: The same for queries that are
@@ -182,7 +183,7 @@ class SetLayout:
         set_ids = torch.tensor(ids, dtype=torch.long, device=self.device)
         key_index, key_pos, key_width = _padding_index(self, set_ids, single)
         mask = torch.zeros(len(ids) * key_width, dtype=torch.bool, device=self.device)
-        mask[key_pos] = True
+        mask[slice(None) if key_pos is None else key_pos] = True
         bucket = Bucket(set_ids, key_index, key_pos, key_width,
                         mask.view(len(ids), key_width))
         if queries is not None:
