@@ -128,10 +128,18 @@ def read_record(path: str) -> dict[str, Any] | None:
         return json.load(f)
 
 
-def is_finished(record: dict[str, Any] | None, profile: str) -> bool:
-    r"""Whether :obj:`record` is a successful run of :obj:`profile`."""
+def _identity(config: dict[str, Any]) -> str:
+    # everything that determines the result; the table name is the folder's
+    training = {k: v for k, v in config.get("training", {}).items() if v is not None}
+    kept = {k: v for k, v in config.items() if k != "table"} | {"training": training}
+    return json.dumps(kept, sort_keys=True, default=str)
+
+
+def is_finished(record: dict[str, Any] | None, config: dict[str, Any]) -> bool:
+    r"""Whether :obj:`record` is a successful run of exactly :obj:`config`
+    (a cell whose profile, task or model changed since is run again)."""
     return record is not None and record.get("status") == "ok" \
-        and record.get("profile") == profile
+        and _identity(record.get("config", {})) == _identity(config)
 
 
 def cell_config(spec: TableSpec, cell: Cell, profile_name: str) -> dict[str, Any]:
@@ -226,18 +234,20 @@ def _device_name(device: torch.device) -> str:
 
 def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
              options: RunOptions | None = None) -> dict[str, Any]:
-    r"""Runs one cell unless its JSON already holds a finished run of
-    :obj:`profile`, and returns its record (with :obj:`"skipped": True` when
-    it was not rerun). Any exception is recorded as a failed cell with its
-    traceback instead of propagating. Only global rank zero writes.
+    r"""Runs one cell unless its JSON already holds a finished run of the
+    same configuration (:func:`is_finished`), and returns its record (with
+    :obj:`"skipped": True` when it was not rerun). Any exception is recorded
+    as a failed cell with its traceback instead of propagating. Only global
+    rank zero writes.
     """
     options = options or RunOptions()
     path = cell_path(out, cell)
+    config = cell_config(spec, cell, profile)
     previous = read_record(path)
-    if is_finished(previous, profile):
+    if is_finished(previous, config):
         return previous | {"skipped": True}
-    record = {"version": RECORD_VERSION, "profile": profile,
-              "config": cell_config(spec, cell, profile), "cell_id": cell.cell_id}
+    record = {"version": RECORD_VERSION, "profile": profile, "config": config,
+              "cell_id": cell.cell_id}
     start = time.perf_counter()
     try:
         record |= train_cell(spec, cell, profile, out, options) | {"status": "ok"}

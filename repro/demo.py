@@ -27,16 +27,17 @@ def demo_spec():
     r"""Table 3 restricted to the demo's rows, column and claim."""
     from .table03_meb import SPEC
     rows = tuple(row for row in SPEC.rows if row.label in ROWS)
-    return dataclasses.replace(SPEC, key="demo", title=f"demo: {SPEC.title}", rows=rows,
+    return dataclasses.replace(SPEC, title=f"demo: {SPEC.title}", rows=rows,
                                columns=SPEC.columns[:1], claims=(CLAIM,))
 
 
 def main(argv: list[str] | None = None) -> int:
     r"""Runs the demo (options as for a table; default profile quick, seed
-    0, results in :obj:`results/demo`) and prints its report."""
+    0, results in :obj:`results/demo/table3`, cells shared with
+    :obj:`mzattn-repro table3 --out results/demo`) and prints its report."""
     parser = argparse.ArgumentParser(prog="mzattn-repro demo", description=__doc__)
     add_run_arguments(parser)
-    parser.set_defaults(seeds=[0])
+    parser.set_defaults(seeds=[0], out="results/demo")
     args = parser.parse_args(argv)
     spec = demo_spec()
     status = run_from_args(spec, args)

@@ -5,10 +5,12 @@ radius, :math:`R^2` across :math:`d \in \{8, 16, 32\}`.
 
     python repro/table03_meb.py --profile quick
 """
+import dataclasses
+
 from mzattn.repro.claims import compare, verdict
 from mzattn.repro.figures import bars_and_lines
 from mzattn.repro.runner import main as run_main
-from mzattn.repro.spec import SMOKE, Claim, Column, Profile, Row, TableSpec
+from mzattn.repro.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
 
 ROWS = (
     Row("Standard", "standard"),
@@ -27,10 +29,8 @@ COLUMNS = tuple(Column(f"d={d}", "meb", {"d": d}) for d in (8, 16, 32))
 PROFILES = {
     "smoke": SMOKE,
     # 2-core CPU: MZ-Full costs ~15-25 ms per set per epoch there.
-    "quick": Profile(num_train=1000, num_val=250, num_test=500, max_epochs=20, patience=6,
-                     batch_size=32, seeds=(0,), warmup_epochs=2, lr=5e-4),
-    "full": Profile(num_train=5000, num_val=1000, num_test=2000, max_epochs=200, patience=20,
-                    batch_size=128, seeds=(0, 1, 2, 3, 4)),
+    "quick": dataclasses.replace(QUICK, columns=("d=8",)),
+    "full": full(seeds=(0, 1, 2, 3, 4)),
 }
 
 
@@ -61,8 +61,8 @@ SPEC = TableSpec(
     claims=CLAIMS,
     figure=bars_and_lines("d=8", "Figure 1 (right): MEB radius, d=8",
                           "Figure 2 (left): MEB radius across d", "dimension"),
-    notes="Quick profile: 1K/250/500 sets, batch 32, peak lr 5e-4 with a 2-epoch warm-up, "
-          "at most 20 epochs (patience 6), one seed; the paper: 5K/1K/2K, batch 128, "
+    notes="Quick profile: d=8 only, 1K/250/500 sets, batch 32, peak lr 5e-4 with a 2-epoch "
+          "warm-up, at most 20 epochs (patience 6), one seed; the paper: 5K/1K/2K, batch 128, "
           "lr 1e-4, 200 epochs (patience 20), 5 seeds.",
 )
 

@@ -1,5 +1,4 @@
 import pytest
-
 from mzattn.repro.cells import RunOptions
 
 

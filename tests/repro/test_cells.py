@@ -4,7 +4,6 @@ import os
 
 import pytest
 import torch
-
 from mzattn.repro.cells import (
     Cell,
     cell_path,

@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import pytest
-
 from mzattn.repro.cells import Cell, cell_path, read_record, run_cell
 from mzattn.repro.table03_meb import SPEC
 

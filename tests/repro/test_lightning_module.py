@@ -2,10 +2,9 @@ import math
 
 import pytest
 import torch
-from torch_geometric.data import Batch, Data
-
 from mzattn.baselines import build_model
 from mzattn.repro.lightning_module import SetModule, output_channels, warmup_cosine
+from torch_geometric.data import Batch, Data
 
 pytestmark = pytest.mark.filterwarnings("ignore:You are trying to `self.log")
 

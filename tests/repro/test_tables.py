@@ -3,7 +3,6 @@ import subprocess
 import sys
 
 import pytest
-
 from mzattn.baselines import build_model
 from mzattn.datasets.synthetic import get_config
 from mzattn.repro.cells import cell_path, read_record

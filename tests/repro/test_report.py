@@ -1,0 +1,106 @@
+import dataclasses
+
+import pytest
+from mzattn.repro.cells import Cell, cell_path, write_json_atomic
+from mzattn.repro.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED, compare, ratio, verdict
+from mzattn.repro.cli import main
+from mzattn.repro.report import write_report
+from mzattn.repro.results import Results, load_records
+from mzattn.repro.table03_meb import SPEC
+
+
+def _write(out, row, column, seed, r2, mse=1.0, status="ok"):
+    spec_row = next(r for r in SPEC.rows if r.label == row)
+    spec_col = next(c for c in SPEC.columns if c.label == column)
+    cell = Cell(SPEC.key, spec_row, spec_col, seed)
+    record = {"status": status, "profile": "quick", "cell_id": cell.cell_id,
+              "config": {"row": row, "column": column, "seed": seed},
+              "metrics": {"r2": r2, "mse": mse}, "params": 1234, "wall_time_s": 60.0}
+    if status != "ok":
+        record = {k: v for k, v in record.items() if k != "metrics"} | {"error": "boom"}
+    write_json_atomic(record, cell_path(out, cell))
+
+
+@pytest.fixture()
+def out(tmp_path):
+    out = str(tmp_path)
+    _write(out, "MZAttn-Full", "d=8", 0, 0.70, mse=0.5)
+    _write(out, "MZAttn-Full", "d=8", 1, 0.60, mse=0.7)
+    _write(out, "Standard", "d=8", 0, 0.02, mse=2.0)
+    _write(out, "ST-Large", "d=8", 0, 0.9, status="failed")
+    return out
+
+
+def test_results_aggregate_seeds(out):
+    results = Results(SPEC, load_records(out, SPEC.key))
+    assert results.values("MZAttn-Full", "d=8") == [0.70, 0.60]
+    assert results.mean("MZAttn-Full", "d=8") == pytest.approx(0.65)
+    assert results.std("MZAttn-Full", "d=8") == pytest.approx(0.0707107, rel=1e-5)
+    assert results.std("Standard", "d=8") == 0.0
+    assert results.mean("ST-Large", "d=8") is None  # failed cells are not results
+    assert len(results.failed) == 1 and results.params("Standard") == 1234
+
+
+def test_claim_building_blocks(out):
+    results = Results(SPEC, load_records(out, SPEC.key))
+    mz, std = ("MZAttn-Full", "d=8"), ("Standard", "d=8")
+    assert verdict(compare(results, mz, ">", std)).status == REPRODUCED
+    assert verdict(compare(results, mz, "<", std)).status == NOT_REPRODUCED
+    assert verdict(compare(results, mz, ">", ("ST-Large", "d=8"))).status == NOT_RUN
+    assert ratio(results, std, mz, 3.0)[0] is True  # 2.0 / 0.6
+    assert ratio(results, std, mz, 4.0)[0] is False
+    assert compare(results, mz, ">=", std, factor=30.0)[0] is True  # 0.65 >= 0.6
+    with pytest.raises(ValueError, match="'op'"):
+        compare(results, mz, "!=", std)
+
+
+def test_report_beside_paper(out):
+    path = write_report(SPEC, out)
+    text = open(path).read()
+    assert "| MZAttn-Full | d=8 | 0.65 ± 0.071 (n=2) | 0.691 ± 0.012 | -0.041 |" in text
+    assert "| Standard | d=8 | 0.02 ± 0 (1 seed) | 0.025 ± 0.009 | -0.005 |" in text
+    assert "| Standard | `standard` | 1,234 | 208,000 |" in text
+    assert "**not run**" in text  # claims needing unrun rows
+    assert "`ST-Large__d_8__s0`: boom" in text
+    assert (open(path).read() == text)
+
+
+def test_cli_report_rebuilds_from_json(out, capsys):
+    assert main(["report", "--out", out]) == 0
+    printed = capsys.readouterr().out
+    assert "table3/report.md" in printed and "SUMMARY.md" in printed
+    summary = open(f"{out}/SUMMARY.md").read()
+    assert "| table3 |" in summary and "mzattn-repro table3 --profile quick" in summary
+
+
+def test_cli_commands(capsys):
+    assert main(["list"]) == 0
+    listed = capsys.readouterr().out
+    assert "table3" in listed and "table29" in listed and "table7 " in listed
+    assert main(["no-such-table"]) == 2
+    assert main([]) == 2
+    assert main(["--help"]) == 0
+
+
+def test_cli_bench_without_module_is_a_clear_error(capsys, monkeypatch):
+    import importlib
+    real = importlib.import_module
+
+    def fake(name, *args):
+        if name.endswith(".bench"):
+            raise ModuleNotFoundError(f"No module named '{name}'", name=name)
+        return real(name, *args)
+    monkeypatch.setattr(importlib, "import_module", fake)
+    assert main(["bench"]) == 2
+    assert "mzattn.repro.bench" in capsys.readouterr().err
+
+
+def test_selection_errors_name_the_argument():
+    with pytest.raises(ValueError, match="'models'"):
+        SPEC.select_rows(["nope"])
+    with pytest.raises(ValueError, match="'columns'"):
+        SPEC.select_columns(["d=7"])
+    with pytest.raises(ValueError, match="'profile'"):
+        SPEC.profile("huge")
+    with pytest.raises(ValueError, match="'profiles'"):
+        dataclasses.replace(SPEC, profiles={"smoke": SPEC.profiles["smoke"]})
