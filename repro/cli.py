@@ -18,8 +18,9 @@ import sys
 
 from .tables import TABLE_MODULES, list_tables, load_spec
 
-COMMANDS = ("list", "report", "demo", "models", "docker", "env", "bench")
-_DELEGATED = {"docker": "docker_driver", "env": "envinfo", "bench": "bench"}
+COMMANDS = ("list", "report", "demo", "models", "docker", "env", "bench", "analysis")
+_DELEGATED = {"docker": "docker_driver", "env": "envinfo", "bench": "bench",
+              "analysis": "analysis"}
 
 
 def _list() -> int:
