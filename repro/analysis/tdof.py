@@ -32,37 +32,49 @@ class TdofSetting:
         exact (bool): Whether the TDOF is exact (linear-form target) or an
             order-of-magnitude estimate.
         why (str): Justification.
+        also (tuple[tuple[str, str], ...], optional): Other
+            :obj:`(table, column)` cells of the same task and scale, read
+            when the primary one has not run. (default: :obj:`()`)
     """
     table: str
     column: str
     tdof: int
     exact: bool
     why: str
+    also: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def sources(self) -> tuple[tuple[str, str], ...]:
+        r"""The primary :obj:`(table, column)` followed by :obj:`also`."""
+        return ((self.table, self.column), *self.also)
 
 
-def _rotation(d: int) -> TdofSetting:
+def _rotation(d: int, also: tuple[str, str]) -> TdofSetting:
     return TdofSetting("table7", f"Rot. matching d={d}", d * (d - 1) // 2, False,
                        f"the per-set operator is a rotation in SO({d}), a manifold of "
                        f"dimension d(d-1)/2 = {d * (d - 1) // 2} (the local count, as in "
-                       f"Prop. 12(c); the linear span of R - R' can be larger)")
+                       f"Prop. 12(c); the linear span of R - R' can be larger)", (also,))
 
 
 def _quadratic(L: int) -> TdofSetting:
     return TdofSetting("table7", f"Quadratic TDOF L={L}", L, True,
-                       f"Eq. 4 with {L} Frobenius-orthogonal M_l: TDOF = L by Def. 3")
+                       f"Eq. 4 with {L} Frobenius-orthogonal M_l: TDOF = L by Def. 3",
+                       (("table1", f"L={L}"),))
 
 
 SETTINGS: tuple[TdofSetting, ...] = (
-    _rotation(8), _rotation(32), _rotation(64),
+    _rotation(8, ("table2", "F")), _rotation(32, ("table4", "d=32")),
+    _rotation(64, ("table4", "d=64")),
     TdofSetting("table7", "Hull volume d=3", 6, False,
                 "volume of a Gaussian-like cloud scales with det(Sigma)^(1/2); Sigma(S) "
-                "ranges over Sym_3 (Prop. 12a argument): d(d+1)/2 = 6"),
+                "ranges over Sym_3 (Prop. 12a argument): d(d+1)/2 = 6", (("table22", "d=3"),)),
     TdofSetting("table7", "Hull volume d=9", 45, False,
-                "as for d=3: d(d+1)/2 = 45"),
+                "as for d=3: d(d+1)/2 = 45", (("table22", "d=9"),)),
     TdofSetting("table7", "MEB radius d=8", 9, False,
                 "the ball is fixed by at most d+1 support points selected from the set: "
-                "d+1 = 9 set-dependent selectors"),
-    TdofSetting("table7", "MEB radius d=32", 33, False, "as for d=8: d+1 = 33"),
+                "d+1 = 9 set-dependent selectors", (("table3", "d=8"),)),
+    TdofSetting("table7", "MEB radius d=32", 33, False, "as for d=8: d+1 = 33",
+                (("table3", "d=32"),)),
     TdofSetting("table7", "CN d=8", 36, True,
                 "||Sigma(S)||_F reads the covariance operator, which ranges over an open "
                 "subset of Sym_8 (Prop. 12a): d(d+1)/2 = 36"),
@@ -121,15 +133,22 @@ def mse_reduction(records: list[dict], column: str) -> float | None:
 
 def gains(out: str, settings: tuple[TdofSetting, ...] = SETTINGS) -> list[dict]:
     r"""Every setting of :obj:`settings` with our MSE reduction, read from
-    the cell JSONs under :obj:`out` (:obj:`None` where not run)."""
+    the cell JSONs under :obj:`out`: the first of its sources that ran
+    (:obj:`None` where none did)."""
     cache: dict[str, list[dict]] = {}
     rows = []
     for setting in settings:
-        if setting.table not in cache:
-            cache[setting.table] = load_records(out, setting.table)
-        rows.append({"table": setting.table, "column": setting.column,
-                     "tdof": setting.tdof, "exact": setting.exact, "why": setting.why,
-                     "reduction_pct": mse_reduction(cache[setting.table], setting.column)})
+        table, column, reduction = setting.table, setting.column, None
+        for table, column in setting.sources:
+            if table not in cache:
+                cache[table] = load_records(out, table)
+            reduction = mse_reduction(cache[table], column)
+            if reduction is not None:
+                break
+        else:
+            table, column = setting.table, setting.column
+        rows.append({"table": table, "column": column, "tdof": setting.tdof,
+                     "exact": setting.exact, "why": setting.why, "reduction_pct": reduction})
     return rows
 
 

@@ -15,7 +15,8 @@ def test_eighteen_settings_name_real_table_columns():
     assert len(SETTINGS) == 18
     assert len({(s.table, s.column) for s in SETTINGS}) == 18
     for s in SETTINGS:
-        assert s.column in [c.label for c in load_spec(s.table).columns], s
+        for table, column in s.sources:
+            assert column in [c.label for c in load_spec(table).columns], (table, column)
         assert s.tdof >= 1 and s.why
     by_column = {s.column: s.tdof for s in SETTINGS}
     assert by_column["Mah d=8"] == 36  # Prop. 12(a)
@@ -38,14 +39,21 @@ def test_mse_reduction_uses_best_mz_and_best_baseline_without_egnn():
     assert mse_reduction(records, "other") is None
 
 
-def test_gains_read_cell_jsons(tmp_path):
-    setting = SETTINGS[0]
-    for rec in (_record("MZAttn (ours)", "mz-full", setting.column, 1.0),
-                _record("ST-Large", "st-large", setting.column, 2.0)):
-        write_json_atomic(rec, str(tmp_path / setting.table / "cells" / f"{rec['cell_id']}.json"))
+def test_gains_read_cell_jsons_primary_then_alternative_source(tmp_path):
+    first, second = SETTINGS[0], SETTINGS[1]
+    (alt_table, alt_column), = second.also
+    cells = [(first.table, _record("MZAttn (ours)", "mz-full", first.column, 1.0)),
+             (first.table, _record("ST-Large", "st-large", first.column, 2.0)),
+             (alt_table, _record("MZAttn", "mz-full", alt_column, 3.0)),
+             (alt_table, _record("Standard", "standard", alt_column, 4.0))]
+    for table, rec in cells:
+        write_json_atomic(rec, str(tmp_path / table / "cells" / f"{rec['cell_id']}.json"))
     rows = gains(str(tmp_path))
-    assert rows[0]["reduction_pct"] == pytest.approx(50.0)
-    assert all(r["reduction_pct"] is None for r in rows[1:])
+    assert rows[0]["reduction_pct"] == pytest.approx(50.0) and rows[0]["table"] == first.table
+    assert rows[1]["reduction_pct"] == pytest.approx(25.0)
+    assert (rows[1]["table"], rows[1]["column"]) == (alt_table, alt_column)
+    assert all(r["reduction_pct"] is None for r in rows[2:])
+    assert rows[2]["table"] == SETTINGS[2].table
 
 
 def test_perturbation_robustness():
