@@ -38,7 +38,7 @@ class EGNNConv(MessagePassing):
         \|\mathbf{x}_i - \mathbf{x}_j\|^2\big) \\
         \mathbf{x}_i' &= \mathbf{x}_i + \frac{1}{M - 1} \sum_{j \ne i}
         (\mathbf{x}_i - \mathbf{x}_j)\, \phi_x(\mathbf{m}_{ij}) \\
-        \mathbf{m}_i &= \textstyle\sum_{j \ne i} \mathbf{m}_{ij} \\
+        \mathbf{m}_i &= \frac{1}{M - 1} \textstyle\sum_{j \ne i} \mathbf{m}_{ij} \\
         \mathbf{h}_i' &= \mathbf{h}_i + \phi_h(\mathbf{h}_i, \mathbf{m}_i)
 
     on the fully connected graph of each set (:math:`M` elements).  The
@@ -48,7 +48,8 @@ class EGNNConv(MessagePassing):
     width would give 553K, so each :math:`\phi` is one layer here:
     :math:`\phi_e = \mathrm{SiLU} \circ \mathrm{Linear}`,
     :math:`\phi_x = \mathrm{Linear}` (bias-free, to a scalar),
-    :math:`\phi_h = \mathrm{Linear}`.
+    :math:`\phi_h = \mathrm{Linear}`.  Deviation: Eq. (5) averages the
+    messages instead of summing them (see :meth:`aggregate_messages`).
 
     Args:
         channels (int): Feature width :math:`h`.
@@ -76,6 +77,8 @@ class EGNNConv(MessagePassing):
         out = self.propagate(edge_index, h=h, pos=pos)  # Eq. 5 and the Eq. 4 sum
         m, shift = out.split([self.channels, pos.size(-1)], dim=-1)
         num_neighbours = degree(edge_index[1], h.size(0), dtype=pos.dtype)
+        num_neighbours = num_neighbours.clamp(min=1).unsqueeze(-1)
+        m = self.aggregate_messages(m, num_neighbours)
         return self.node_update(h, m), self.coordinate_update(pos, shift, num_neighbours)
 
     def edge_message(self, h_i: Tensor, h_j: Tensor, pos_i: Tensor, pos_j: Tensor) -> Tensor:
@@ -92,7 +95,14 @@ class EGNNConv(MessagePassing):
         r"""Eq. (4): :math:`\mathbf{x}_i + C \sum_{j \ne i} (\mathbf{x}_i -
         \mathbf{x}_j) \phi_x(\mathbf{m}_{ij})` with :math:`C = 1 / (M - 1)`
         (a singleton set keeps its coordinates)."""
-        return pos + shift / num_neighbours.clamp(min=1).unsqueeze(-1)
+        return pos + shift / num_neighbours
+
+    def aggregate_messages(self, m: Tensor, num_neighbours: Tensor) -> Tensor:
+        r"""Eq. (5), normalised: :math:`\mathbf{m}_i = C \sum_{j \ne i}
+        \mathbf{m}_{ij}` with the :math:`C = 1 / (M - 1)` of Eq. (4).  The
+        paper's plain sum lets the feature scale grow with the set size
+        (our sets have 5 to 1024 elements) and trained unreliably."""
+        return m / num_neighbours
 
     def node_update(self, h: Tensor, m: Tensor) -> Tensor:
         r"""Eq. (6): :math:`\mathbf{h}_i + \phi_h(\mathbf{h}_i, \mathbf{m}_i)`
@@ -160,7 +170,7 @@ class EGNN(torch.nn.Module):
         if self.lin_in is not None:
             self.lin_in.reset_parameters()
         else:
-            torch.nn.init.normal_(self.h0)
+            torch.nn.init.zeros_(self.h0)
         for conv in self.convs:
             conv.reset_parameters()
         self.lin_out.reset_parameters()
