@@ -1,0 +1,109 @@
+r"""Timing and peak-memory primitives shared by the benchmark suites."""
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Timing:
+    r"""Seconds per call: median and inter-quartile spread over repetitions."""
+    median: float
+    q1: float
+    q3: float
+    runs: int
+
+    @classmethod
+    def of(cls, samples: list[float]) -> 'Timing':
+        q1, _, q3 = statistics.quantiles(samples, n=4) if len(samples) > 1 else samples * 3
+        return cls(statistics.median(samples), q1, q3, len(samples))
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
+def time_interleaved(fns: dict[str, Callable[[], None]], device: torch.device,
+                     repeats: int = 10, warmup: int = 2) -> dict[str, Timing]:
+    r"""Times every function :obj:`repeats` times, interleaving them (A B C A
+    B C ...) so that drifting machine load hits all of them alike."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            synchronize(device)
+            start = time.perf_counter()
+            fn()
+            synchronize(device)
+            samples[name].append(time.perf_counter() - start)
+    return {name: Timing.of(s) for name, s in samples.items()}
+
+
+def _loss(out) -> torch.Tensor:
+    r"""A scalar touching every output: tensors, (pred, ihw) tuples and
+    zonotopes."""
+    from mzlayers import Zonotope
+    if isinstance(out, tuple):
+        out = out[0]
+    if isinstance(out, Zonotope):
+        return out.center.float().square().mean() + out.generators.float().square().mean()
+    return out.float().square().mean()
+
+
+def train_step(model: torch.nn.Module, inputs: tuple) -> Callable[[], None]:
+    r"""One forward + backward of :obj:`model` (gradients discarded)."""
+    def step():
+        _loss(model(*inputs)).backward()
+        model.zero_grad(set_to_none=True)
+    return step
+
+
+def inference_step(model: torch.nn.Module, inputs: tuple) -> Callable[[], None]:
+    r"""One forward under :func:`torch.inference_mode`."""
+    def step():
+        with torch.inference_mode():
+            model(*inputs)
+    return step
+
+
+def peak_memory_cuda(fn: Callable[[], None], device: torch.device) -> int:
+    r"""Peak bytes allocated on :obj:`device` by one call of :obj:`fn`."""
+    synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    base = torch.cuda.memory_allocated(device)
+    fn()
+    synchronize(device)
+    return torch.cuda.max_memory_allocated(device) - base
+
+
+def peak_memory_subprocess(module: str, job: dict) -> int:
+    r"""Peak resident-memory growth (bytes) of one call, measured in a fresh
+    interpreter so earlier allocations cannot hide it: the child builds the
+    job with :obj:`module.build(job) -> fn`, reads :obj:`ru_maxrss`, calls
+    :obj:`fn` once and reports the growth.  CPU only."""
+    out = subprocess.run([sys.executable, '-m', 'mzattn.bench.measure', module,
+                          json.dumps(job)], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def _child(module: str, job: str) -> None:
+    import importlib
+    torch.set_num_threads(1)
+    fn = importlib.import_module(module).build(json.loads(job))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    fn()
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print((after - before) * 1024)  # ru_maxrss is in KiB on Linux
+
+
+if __name__ == '__main__':
+    _child(sys.argv[1], sys.argv[2])

@@ -1,0 +1,50 @@
+import json
+
+import pytest
+from mzattn.bench.cli import cli
+from mzattn.bench.measure import Timing, peak_memory_subprocess
+from mzattn.bench.report import BEGIN, END, splice_readme
+from mzattn.bench.scaling import loglog_slope
+from mzattn.bench.set_pooling import BASELINE, IMPLEMENTATIONS
+
+
+def test_bench_runs_at_tiny_size(tmp_path):
+    out = tmp_path / 'bench'
+    assert cli(['--size', 'tiny', '--repeats', '1', '--no-memory', '--out', str(out),
+                '--suites', 'set_pooling,table30,scaling']) == 0
+    pooling = json.loads((out / 'set_pooling.json').read_text())['results']
+    assert set(pooling) == {f'{w}/{m}' for w in ('uniform-10-30', 'uniform-10-100',
+                                                  'skewed', 'large-1024')
+                            for m in ('train', 'inference')}
+    for entry in pooling.values():
+        assert BASELINE in entry['rows'] and 'ours-auto' in entry['rows']
+        assert all(r['median_s'] > 0 for r in entry['rows'].values())
+    table30 = json.loads((out / 'table30.json').read_text())['results']
+    assert set(table30) == {'small', 'medium', 'large'}
+    assert table30['small']['params']['mz-full'] > table30['small']['params']['standard']
+    assert table30['small']['model_flop_ratio'] > 1
+    summary = (out / 'summary.md').read_text()
+    assert 'Set pooling stack vs PyG' in summary and 'paper (RTX 5090)' in summary
+
+
+def test_peak_memory_is_measured_in_a_child_process():
+    job = dict(impl='ours-auto', workload='uniform-10-30', mode='train', scale=1.0)
+    assert peak_memory_subprocess('mzattn.bench.set_pooling', job) > 0
+
+
+def test_readme_splice(tmp_path):
+    readme = tmp_path / 'README.md'
+    readme.write_text(f'head\n{BEGIN}\nold\n{END}\ntail\n')
+    splice_readme(str(readme), 'new table')
+    assert readme.read_text() == f'head\n{BEGIN}\nnew table\n{END}\ntail\n'
+    (tmp_path / 'plain.md').write_text('no markers')
+    with pytest.raises(ValueError, match='markers'):
+        splice_readme(str(tmp_path / 'plain.md'), 'x')
+
+
+def test_helpers():
+    assert loglog_slope([10, 100, 1000], [1, 10, 100]) == pytest.approx(1.0)
+    assert loglog_slope([10, 100], [1, 100]) == pytest.approx(2.0)
+    t = Timing.of([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert t.median == 3.0 and t.q1 <= t.median <= t.q3
+    assert 'ours-auto' in IMPLEMENTATIONS and BASELINE in IMPLEMENTATIONS
