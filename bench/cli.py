@@ -60,7 +60,8 @@ def run_set_pooling(device, scale: float, repeats: int, memory: bool) -> dict:
             steps = {i: make_step(set_pooling.make_model(i).to(device), inputs) for i in impls}
             jobs = {i: dict(impl=i, workload=workload, mode=mode, scale=scale,
                             device=str(device)) for i in impls}
-            rows = _measure(set_pooling, jobs, steps, device, repeats, memory)
+            rows = _measure(set_pooling, jobs, steps, device, repeats,
+                            memory and mode == 'train')
             results[f'{workload}/{mode}'] = {
                 'padding_ratio': float(sizes.numel() * sizes.max() / sizes.sum()),
                 'rows': rows}
