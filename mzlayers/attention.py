@@ -97,7 +97,7 @@ def _pairs(key_layout: SetLayout, query_layout: SetLayout):
 
 
 def _segment_pairs(q, k, v, key_layout, query_layout, dropout) -> Tensor:
-    query, key = key_layout.cached(('pairs', id(query_layout)),
+    query, key = key_layout.cached(('pairs', query_layout),
                                    lambda: _pairs(key_layout, query_layout))
     score = (q[query] * k[key]).sum(-1) / q.size(-1)**0.5  # [E, H]
     alpha = softmax(score, query, num_nodes=q.size(0), dim=0)

@@ -169,7 +169,7 @@ class SetLayout:
                 and the smallest set of a bucket; :obj:`None` gives a single
                 bucket (plain :func:`to_dense_batch` padding).
         """
-        key = ('plan', id(queries), max_padding)
+        key = ('plan', queries, max_padding)
         return self.cached(key, lambda: self._build_plan(queries, max_padding))
 
     def _build_plan(self, queries, max_padding) -> list[Bucket]:
