@@ -91,9 +91,11 @@ class MambaPMA(torch.nn.Module):
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None) -> Tensor:
         layout = resolve_layout(x, batch, dim_size, self.in_channels)
-        h, mask = to_dense_batch(self.lin_in(x), layout.batch,
-                                 batch_size=layout.num_sets)  # [B, n_max, d]
-        h = self.mamba(h)[mask]  # [N, d], input order kept
+        h = self.lin_in(x)
+        if layout.num_elements:  # mambapy cannot scan zero-length sequences
+            dense, mask = to_dense_batch(h, layout.batch,
+                                         batch_size=layout.num_sets)  # [B, n_max, d]
+            h = self.mamba(dense)[mask]  # [N, d], input order kept
         k = self.num_seed_points
         h, _ = self.pma(h, layout=layout)
         for decoder in self.decoders:

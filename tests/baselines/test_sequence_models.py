@@ -16,6 +16,8 @@ def test_mamba_pma_is_order_dependent_but_causal():
     moved = model(swapped, batch, dim_size=B)
     assert (out[0] - moved[0]).abs().max() > 1e-6
     assert torch.equal(out[1:], moved[1:])
+    empty = model(torch.zeros(0, 4), torch.zeros(0, dtype=torch.long), dim_size=2)
+    assert empty.shape == (2, 1) and torch.isfinite(empty).all()
 
 
 def test_sequence_transformers_rejects_long_sets():
