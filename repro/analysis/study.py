@@ -112,14 +112,19 @@ def _score(method: str, predictions: Predictions):
 def method_record(method: str, val: Predictions, test: Predictions) -> dict[str, Any]:
     r"""The Table 20-21 record of one method: its std map fitted on
     :obj:`val`, the scores on :obj:`test` (calibrated; baselines also with
-    their raw spread), the reliability curves and the inference time."""
-    std_map = StdMap.fit(_score(method, val), val.target - val.mean)
+    their raw spread; and a constant std, the validation RMSE, as the
+    reference an informative uncertainty must beat), the reliability
+    curves and the inference time."""
+    residual = val.target - val.mean
+    std_map = StdMap.fit(_score(method, val), residual)
     score = _score(method, test)
     std = std_map(score).unsqueeze(-1).expand_as(test.mean)
+    constant = residual.pow(2).mean().sqrt().expand_as(test.mean)
     record = {"passes": test.samples.size(0) if method == MC else 1,
               "models": test.samples.size(0) if method == ENSEMBLE else 1,
               "seconds": test.seconds, "std_map": std_map.to_dict(),
               "calibrated": uncertainty_scores(test.mean, std, score, test.target),
+              "constant": uncertainty_scores(test.mean, constant, score, test.target),
               "reliability": reliability_curve(test.mean, std, test.target).tolist()}
     if method != MZ:  # the method's own predictive std, no fitted map
         raw = score.unsqueeze(-1).expand_as(test.mean)
