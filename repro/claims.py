@@ -60,7 +60,8 @@ def ratio(results: Results, numerator: Cell, denominator: Cell, minimum: float,
 def verdict(*conditions: Condition) -> Verdict:
     r"""Combines conditions: :obj:`"not run"` if one could not be evaluated,
     :obj:`"reproduced"` if all hold, else :obj:`"not reproduced"`."""
-    details = "; ".join(text for _, text in conditions)
+    mark = {True: "✓", False: "✗", None: "?"}
+    details = "; ".join(f"{mark[ok]} {text}" for ok, text in conditions)
     oks = [ok for ok, _ in conditions]
     if any(ok is None for ok in oks):
         return Verdict(NOT_RUN, details)

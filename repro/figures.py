@@ -21,13 +21,25 @@ def _save(fig, path: str) -> None:
     os.replace(tmp, path)
 
 
+def _paper_mean(results: Results, row: str, column: str) -> float | None:
+    from .report import paper_entry, paper_table_of
+    value = paper_entry(results.spec, paper_table_of(results.spec), row, column)
+    return None if value is None else value.mean
+
+
 def _bars(ax, results: Results, column: str) -> None:
     rows = [row.label for row in results.spec.rows]
-    means = [results.mean(row, column) for row in rows]
-    stds = [results.std(row, column) for row in rows]
-    shown = [(r, m, s) for r, m, s in zip(rows, means, stds, strict=True) if m is not None]
-    ax.barh([r for r, _, _ in shown], [m for _, m, _ in shown],
-            xerr=[s for _, _, s in shown], color="tab:blue")
+    shown = [(r, results.mean(r, column), results.std(r, column)) for r in rows]
+    shown = [(r, m, s) for r, m, s in shown if m is not None]
+    labels = [r for r, _, _ in shown]
+    ax.barh(labels, [m for _, m, _ in shown], xerr=[s for _, _, s in shown],
+            color="tab:blue", label="ours")
+    paper = [(r, _paper_mean(results, r, column)) for r in labels]
+    paper = [(r, m) for r, m in paper if m is not None]
+    if paper:
+        ax.scatter([m for _, m in paper], [r for r, _ in paper], marker="x", color="black",
+                   zorder=3, label="paper")
+        ax.legend(fontsize=7)
     ax.invert_yaxis()
     ax.axvline(0.0, color="black", linewidth=0.8)
     ax.set_xlabel(f"test {results.spec.metric.upper()} ({column})")
@@ -38,10 +50,15 @@ def _lines(ax, results: Results, columns: list[str], xlabel: str) -> None:
         points = [(i, results.mean(row.label, c)) for i, c in enumerate(columns)]
         points = [(i, m) for i, m in points if m is not None]
         if points:
-            ax.plot(*zip(*points, strict=True), marker="o", label=row.label)
+            line, = ax.plot(*zip(*points, strict=True), marker="o", label=row.label)
+            paper = [(i, _paper_mean(results, row.label, c)) for i, c in enumerate(columns)]
+            paper = [(i, m) for i, m in paper if m is not None]
+            if paper:
+                ax.plot(*zip(*paper, strict=True), linestyle="--", marker="x",
+                        color=line.get_color(), alpha=0.6)
     ax.set_xticks(range(len(columns)), columns)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(f"test {results.spec.metric.upper()}")
+    ax.set_ylabel(f"test {results.spec.metric.upper()} (dashed, x: paper)")
     ax.legend(fontsize=7)
 
 

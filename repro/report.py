@@ -12,7 +12,8 @@ from .spec import TableSpec, Verdict
 METRIC_NAMES = {"r2": "R²", "mse": "MSE", "acc": "accuracy", "nll": "NLL"}
 
 
-def _paper_table(spec: TableSpec):
+def paper_table_of(spec: TableSpec):
+    r"""The paper's :obj:`PaperTable` of :obj:`spec`, or :obj:`None`."""
     if spec.paper is None:
         return None
     from .paper_values import paper_table
@@ -78,7 +79,7 @@ def verdicts(spec: TableSpec, results: Results) -> list[tuple[str, Verdict]]:
 
 def render(spec: TableSpec, results: Results, figure: str | None = None) -> str:
     r"""The markdown report of one table."""
-    paper = _paper_table(spec)
+    paper = paper_table_of(spec)
     profiles = ", ".join(results.profiles) or "none"
     lines = [f"# {spec.key}: {spec.title}", "",
              f"Profiles run: {profiles}. Finished cells: {len(results.ok)}, failed: "

@@ -104,3 +104,16 @@ def test_selection_errors_name_the_argument():
         SPEC.profile("huge")
     with pytest.raises(ValueError, match="'profiles'"):
         dataclasses.replace(SPEC, profiles={"smoke": SPEC.profiles["smoke"]})
+
+
+def test_demo_runs_three_models_at_d8(tmp_path, data_root, capsys):
+    from mzattn.repro.demo import demo_spec
+    spec = demo_spec()
+    assert [row.model for row in spec.rows] == ["standard", "st-large", "mz-full"]
+    assert [column.label for column in spec.columns] == ["d=8"] and spec.key == "table3"
+    status = main(["demo", "--profile", "smoke", "--out", str(tmp_path), "--device", "cpu",
+                   "--data-root", data_root, "--no-progress"])
+    printed = capsys.readouterr().out
+    assert status == 0
+    assert "| MZAttn-Full | d=8 |" in printed and "0.691 ± 0.012" in printed
+    assert "## Verdicts" in printed and (tmp_path / "table3" / "table3.png").exists()
