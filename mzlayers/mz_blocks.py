@@ -39,7 +39,8 @@ class ZonotopeLayerNorm(LayerNorm):
 
     def forward(self, z: Zonotope) -> Zonotope:
         c, G = z.center, z.generators
-        std = (c.var(-1, unbiased=False, keepdim=True) + self.eps).sqrt()
+        centred = c - c.mean(-1, keepdim=True)
+        std = (centred.square().mean(-1, keepdim=True) + self.eps).sqrt()
         G = (G - G.mean(-1, keepdim=True)) / std.unsqueeze(-2) * self.weight
         return Zonotope(super().forward(c), G)
 
