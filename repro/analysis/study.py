@@ -20,7 +20,13 @@ import torch
 from ..cells import write_json_atomic
 from ..environment import environment_record
 from ..spec import QUICK, SMOKE, Profile, full
-from .calibration import StdMap, error_bins, reliability_curve, uncertainty_scores
+from .calibration import (
+    StdMap,
+    correlations,
+    error_bins,
+    reliability_curve,
+    uncertainty_scores,
+)
 from .checkpoint import load_checkpoint, train_checkpoint
 from .predict import Predictions, predict, scalar_ihw
 
@@ -144,9 +150,11 @@ def analyse(val: dict[str, Predictions], test: dict[str, Predictions],
         "raw": uncertainty_scores(table20_mc.mean, table20_mc.spread.unsqueeze(-1),
                                   table20_mc.spread, table20_mc.target)}
     mz = test[MZ]
+    ihw = scalar_ihw(mz.ihw)
     error = (mz.mean - mz.target).abs().mean(-1)
-    return {"methods": methods,
-            "ihw_bins": error_bins(scalar_ihw(mz.ihw), error, profile.num_bins),
+    return {"methods": methods, "ihw_bins": error_bins(ihw, error, profile.num_bins),
+            "ihw_spearman": {"prediction": correlations(ihw, mz.mean.mean(-1))["spearman"],
+                             "target": correlations(ihw, mz.target.mean(-1))["spearman"]},
             "num_test": int(mz.target.size(0))}
 
 
