@@ -99,18 +99,19 @@ def load_checkpoint(path: str) -> tuple[torch.nn.Module, CheckpointInfo]:
     return model.eval(), info
 
 
-def load_cell_checkpoint(record: str, checkpoint: str) -> tuple[torch.nn.Module,
-                                                                CheckpointInfo]:
+def load_cell_checkpoint(record: str, checkpoint: str, root: str | None = None,
+                         ) -> tuple[torch.nn.Module, CheckpointInfo]:
     r"""The model of a harness cell: its JSON :obj:`record` (for the model
     and task configuration) and a Lightning :obj:`checkpoint` of its
     :class:`~mzattn.repro.lightning_module.SetModule` (kept with
-    :obj:`--keep-checkpoints`)."""
+    :obj:`--keep-checkpoints`); :obj:`root` is the dataset cache."""
     with open(record) as f:
         config = json.load(f)["config"]
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"]
     weights = {k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")}
     data = SetDataModule(config["task"], seed=config["seed"],
-                         overrides=config["task_overrides"], normalize=config["normalize"])
+                         overrides=config["task_overrides"], normalize=config["normalize"],
+                         root=root)
     num_classes = getattr(data.train_dataset, "num_classes", None) \
         if config["loss"] == "cross_entropy" else None
     info = CheckpointInfo(
