@@ -114,7 +114,8 @@ def run_probe(argv: list[str]) -> int:
                               root=args.data_root)
     write_json_atomic(result, osp.join(args.out, "probe.json"))
     figure3(result, osp.join(args.out, "figure3.png"))
-    figure4(result, [], osp.join(args.out, "figure4.png"))
+    budget = [(result["num_matrix_generators"], result["soft_effective_rank"])]
+    figure4(result, budget, osp.join(args.out, "figure4.png"))
     print(osp.join(args.out, "probe.json"))
     return 0
 

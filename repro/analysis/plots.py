@@ -23,7 +23,7 @@ def figure3(probe: dict, path: str) -> str:
     r"""Figure 3: :math:`M(\mu_A)`, :math:`M(\mu_B)`, their difference and
     the gates of both contexts at the probed head."""
     plt = pyplot()
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8), constrained_layout=True)
     a, b = np.asarray(probe["operator_a"]), np.asarray(probe["operator_b"])
     head = probe["head"]
     _heatmap(axes[0], a, f"M(mu_A), head {head}")
@@ -49,12 +49,13 @@ def figure4(probe: dict, sweep: Sequence[tuple[int, float]], path: str,
     (:obj:`sweep` of :obj:`(L, rank)` pairs; :obj:`tdof` draws the
     target's TDOF)."""
     plt = pyplot()
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8), constrained_layout=True)
     _heatmap(axes[0], probe["generator_cosines"], "cosine(M_l, M_l'), head "
              f"{probe['head']}")
     norms = np.asarray(probe["generator_norms"])  # [H, L]
     for h, row in enumerate(norms):
         axes[1].plot(np.arange(len(row)), row, marker="o", label=f"head {h}")
+    axes[1].set_ylim(bottom=0.0)
     axes[1].set_title("||M_l||_F", fontsize=9)
     axes[1].set_xlabel("generator l")
     axes[1].legend(fontsize=7)
