@@ -2,6 +2,7 @@ r"""QM9 as sets of atoms (paper Task H, App. D.5.2, Table 28)."""
 import csv
 import importlib.metadata
 import importlib.util
+import itertools
 import os
 import re
 import time
@@ -275,6 +276,10 @@ class QM9(SummarizedDataset):
             :class:`~torch_geometric.data.InMemoryDataset`.
         force_reload (bool, optional): Reprocess even if cached.
             (default: :obj:`False`)
+        num_molecules (int, optional): Process only the first
+            :obj:`num_molecules` raw molecules (a seconds-long subset for
+            tests and smoke runs, cached separately); all if :obj:`None`.
+            (default: :obj:`None`)
 
     Shapes:
         - **x** :math:`(n, 9)`, **pos** :math:`(n, 3)`, **z** :math:`(n)`
@@ -313,9 +318,12 @@ class QM9(SummarizedDataset):
         pre_transform: Callable | None = None,
         pre_filter: Callable | None = None,
         force_reload: bool = False,
+        num_molecules: int | None = None,
     ) -> None:
         if source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+        if num_molecules is not None and num_molecules < 1:
+            raise ValueError(f"num_molecules must be positive, got {num_molecules}")
         if isinstance(targets, str):
             targets = (targets,)
         unknown = [t for t in targets if t not in TARGET_NAMES]
@@ -325,6 +333,7 @@ class QM9(SummarizedDataset):
         self.source = source
         self.targets = tuple(targets)
         self.atomization_energies = atomization_energies
+        self.num_molecules = num_molecules
         super().__init__(root, transform, pre_transform, pre_filter, force_reload=force_reload)
         self.load(self.processed_paths[0])
         self._data.y = self._select_targets(self._data.y, self._data.x)
@@ -340,6 +349,8 @@ class QM9(SummarizedDataset):
     @property
     def processed_file_names(self) -> list[str]:
         stem = f"qm9_{self.source}_v{self.VERSION}"
+        if self.num_molecules is not None:
+            stem += f"_first{self.num_molecules}"
         return [f"{stem}.pt", f"{stem}_summary.json"]
 
     @property
@@ -393,7 +404,8 @@ class QM9(SummarizedDataset):
         from rdkit import Chem
 
         data_list, failures, hueckel, mismatches = [], [], [], []
-        for record, elements, xyz in read_qm9pack(self.raw_paths):
+        records = itertools.islice(read_qm9pack(self.raw_paths), self.num_molecules)
+        for record, elements, xyz in records:
             try:
                 mol, used_hueckel = molecule_from_xyz(elements, xyz)
                 x, pos, z = atom_features(mol)
@@ -424,7 +436,7 @@ class QM9(SummarizedDataset):
         targets = _read_sdf_targets(csv_path)
         data_list, failures = [], []
         supplier = Chem.SDMolSupplier(sdf_path, removeHs=False, sanitize=False)
-        for position, mol in enumerate(supplier):
+        for position, mol in enumerate(itertools.islice(supplier, self.num_molecules)):
             name = mol.GetProp("_Name") if mol is not None and mol.HasProp("_Name") else None
             try:
                 if mol is None:
