@@ -6,6 +6,7 @@ last checkpoint (optimiser, scheduler, early-stopping and model-selection
 state included); a failed cell is recorded with its traceback and the
 table goes on.
 """
+import dataclasses
 import json
 import os
 import os.path as osp
@@ -144,21 +145,28 @@ def is_finished(record: dict[str, Any] | None, config: dict[str, Any]) -> bool:
 
 def cell_config(spec: TableSpec, cell: Cell, profile_name: str) -> dict[str, Any]:
     r"""Everything that determines a cell's result (stored in its JSON)."""
-    profile = spec.profile(profile_name)
+    profile = column_profile(spec.profile(profile_name), cell.column)
     return {
         "table": spec.key, "row": cell.row.label, "model": cell.row.model,
         "model_overrides": cell.row.overrides, "column": cell.column.label,
         "task": cell.column.task, "task_overrides": task_overrides(profile, cell.column),
         "normalize": cell.column.normalize, "seed": cell.seed, "loss": spec.loss,
         "profile": profile_name, "training": {k: v for k, v in asdict(profile).items()
-                                           if k not in ("seeds", "rows", "columns")},
+                                           if k not in ("seeds", "rows", "columns", "data")},
         "weight_decay": 1e-5, "gradient_clip": GRADIENT_CLIP,
     }
 
 
 def task_overrides(profile: Profile, column: Column) -> dict[str, Any]:
-    r"""Task fields of a cell: the profile's split sizes, then the column's."""
-    return {**profile.sizes(), **column.overrides}
+    r"""Task fields of a cell: the profile's split sizes, then the column's,
+    then the profile's dataset options (:obj:`Profile.data`)."""
+    return {**profile.sizes(), **column.overrides, **profile.data}
+
+
+def column_profile(profile: Profile, column: Column) -> Profile:
+    r"""The profile a cell of :obj:`column` trains with: :obj:`profile` with
+    the column's :obj:`training` fields replaced."""
+    return dataclasses.replace(profile, **column.training) if column.training else profile
 
 
 def _callbacks(profile: Profile, ckpt_dir: str, progress: bool) -> list[pl.Callback]:
@@ -195,7 +203,7 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
     The model with the lowest validation loss is restored before the single
     test evaluation. A :obj:`last.ckpt` left by a killed run is resumed.
     """
-    profile = spec.profile(profile_name)
+    profile = column_profile(spec.profile(profile_name), cell.column)
     pl.seed_everything(cell.seed, workers=True, verbose=False)
     module, data = _build(spec, cell, profile, options)
     ckpt_dir = checkpoint_dir(out, cell)

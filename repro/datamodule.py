@@ -1,5 +1,6 @@
 r"""A :class:`~lightning.pytorch.LightningDataModule` over the synthetic set
-tasks (:mod:`mzattn.datasets.synthetic`), with seeded data-loader workers."""
+tasks (:mod:`mzattn.datasets.synthetic`) and the real datasets of
+:mod:`mzattn.repro.real_data`, with seeded data-loader workers."""
 import random
 from typing import Any
 
@@ -27,7 +28,8 @@ class SetDataModule(pl.LightningDataModule):
     :obj:`seed`; workers are seeded by :func:`seed_worker`.
 
     Args:
-        task (str): Task name of :obj:`mzattn.datasets.synthetic.TASKS`.
+        task (str): Task name of :obj:`mzattn.datasets.synthetic.TASKS` or
+            of :obj:`mzattn.repro.real_data.REAL_DATASETS`.
         seed (int, optional): Data seed (the sets drawn) and shuffling seed.
             (default: :obj:`0`)
         overrides (dict, optional): Task configuration fields, e.g.
@@ -60,6 +62,11 @@ class SetDataModule(pl.LightningDataModule):
 
     def _load(self) -> tuple:
         from mzattn.datasets.synthetic import load_splits
+
+        from .real_data import is_real, load_real_splits
+        if is_real(self.task):
+            return load_real_splits(self.task, seed=self.seed, root=self.root,
+                                    normalize=self.normalize, **self.overrides)
         return load_splits(self.task, seed=self.seed, root=self.root, normalize=self.normalize,
                            log=False, **self.overrides)
 

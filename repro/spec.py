@@ -34,6 +34,9 @@ class Profile:
             :obj:`None` for all. (default: :obj:`None`)
         columns (tuple[str, ...], optional): Column labels run by default,
             :obj:`None` for all. (default: :obj:`None`)
+        data (dict, optional): Dataset options applied after every column's
+            overrides, e.g. :obj:`{"stand_in": True}` for a smoke run of a
+            real-data table on offline stand-in data. (default: :obj:`{}`)
     """
     num_train: int | None = None
     num_val: int | None = None
@@ -46,6 +49,7 @@ class Profile:
     lr: float = 1e-4
     rows: tuple[str, ...] | None = None
     columns: tuple[str, ...] | None = None
+    data: dict[str, Any] = field(default_factory=dict)
 
     def sizes(self) -> dict[str, int]:
         r"""The split-size overrides of this profile (unset sizes left out)."""
@@ -92,20 +96,26 @@ class Row:
 
 @dataclass(frozen=True)
 class Column:
-    r"""A table column: a synthetic task with configuration overrides.
+    r"""A table column: a synthetic task (or a real dataset of
+    :obj:`mzattn.repro.real_data.REAL_DATASETS`) with configuration overrides.
 
     Args:
         label (str): Column label, as in the paper (e.g. :obj:`"d=8"`).
-        task (str): Task name of :obj:`mzattn.datasets.synthetic.TASKS`.
+        task (str): Task name of :obj:`mzattn.datasets.synthetic.TASKS` or
+            of :obj:`mzattn.repro.real_data.REAL_DATASETS`.
         overrides (dict, optional): Task fields, applied after the profile's
             split sizes. (default: :obj:`{}`)
         normalize (bool, optional): Normalise targets (App. D.2.4).
             (default: :obj:`False`)
+        training (dict, optional): :class:`Profile` fields overridden in
+            this column, e.g. :obj:`{"patience": 100}` (Table 26).
+            (default: :obj:`{}`)
     """
     label: str
     task: str
     overrides: dict[str, Any] = field(default_factory=dict)
     normalize: bool = False
+    training: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,364 @@
+r"""Real datasets for the reproduction harness: QM9 (Table 28), ModelNet40 and
+ScanObjectNN (Table 2, Tasks C and E), pixel point clouds (Table 31) and
+ResNet-feature point clouds (Tables 26, 31-33).
+
+A table column names a provider of :obj:`REAL_DATASETS` as its :obj:`task`;
+:class:`~mzattn.repro.datamodule.SetDataModule` then calls
+:func:`load_real_splits` instead of the synthetic task generator. A provider
+returns the train/val/test :class:`SetSplit` objects and takes the column's
+overrides (and the profile's split sizes and :obj:`Profile.data` options) as
+keyword arguments.
+
+Nothing is downloaded. Data that must be downloaded by hand raises a
+:class:`FileNotFoundError` naming the missing files and their URL; the
+option :obj:`stand_in=True` of the pixel and ResNet providers replaces such
+data by an offline stand-in (scikit-learn's digits, random-weight ResNets),
+used by the smoke profiles.
+"""
+import os
+import os.path as osp
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch.utils.data import Dataset
+from torch_geometric.data import Data
+
+SPLIT_SEED = 0
+r"""Seed of every split carved by this module (a validation part of a
+training file, the QM9 subset): fixed, so that the seeds of a table vary the
+training only and every model sees the same molecules, shapes and images."""
+
+VAL_FRACTION = 0.1
+r"""Share of a training file held out for validation (model selection) where
+the dataset has no validation split (ModelNet40, ScanObjectNN, the image
+sources)."""
+
+STAND_IN_IMAGE_SIZE = 64
+r"""Input side of the random-weight ResNets of the offline stand-in (the
+smallest size with a 4 x 4 layer-3 map)."""
+
+
+# ------------------------------------------------------------------ roots
+
+
+def dataset_root(name: str, root: str | None = None) -> str:
+    r"""Cache folder of the real dataset :obj:`name`: :obj:`{root}/{name}`
+    when a root is given (:obj:`--data-root`); else, for QM9,
+    :obj:`$MZATTN_QM9_ROOT` (the Docker image processes QM9 there); else
+    :obj:`$MZATTN_DATA/{name}`; else :obj:`~/.cache/mzattn/{name}`."""
+    if root is not None:
+        return osp.join(root, name)
+    if name == "qm9" and os.environ.get("MZATTN_QM9_ROOT"):
+        return os.environ["MZATTN_QM9_ROOT"]
+    base = os.environ.get("MZATTN_DATA") or osp.expanduser("~/.cache/mzattn")
+    return osp.join(base, name)
+
+
+# ------------------------------------------------------------------ splits
+
+
+class SetSplit(Dataset):
+    r"""One split of a real dataset as a list of PyG
+    :class:`~torch_geometric.data.Data` sets (:obj:`x [n, F]`, :obj:`y`),
+    with the attributes the harness reads (those of
+    :class:`mzattn.datasets.synthetic.SyntheticSetDataset`).
+
+    Args:
+        items (list[Data]): The sets, targets already normalised.
+        target_mean (Tensor): Mean subtracted from the targets :obj:`[T]`.
+        target_std (Tensor): Scale the targets were divided by :obj:`[T]`.
+        num_classes (int, optional): Classes of a classification dataset
+            (:obj:`y` holds class indices). (default: :obj:`None`)
+        transform (callable, optional): Applied to every set on access
+            (training augmentation). (default: :obj:`None`)
+    """
+    def __init__(
+        self,
+        items: list[Data],
+        target_mean: Tensor,
+        target_std: Tensor,
+        num_classes: int | None = None,
+        transform: Callable[[Data], Data] | None = None,
+    ) -> None:
+        if not items:
+            raise ValueError("'items' must hold at least one set")
+        self.items, self.num_classes, self.transform = items, num_classes, transform
+        self.target_mean, self.target_std = target_mean, target_std
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> Data:
+        data = self.items[index]
+        return data if self.transform is None else self.transform(data)
+
+    @property
+    def num_features(self) -> int:
+        r"""Feature width :obj:`F` of the set elements."""
+        return self.items[0].x.size(-1)
+
+    @property
+    def target_dim(self) -> int:
+        r"""Target width :obj:`T` (1 for class labels)."""
+        return self.target_mean.numel()
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({len(self)}, num_features={self.num_features})"
+
+
+def _sets(dataset, index: Sequence[int] | Tensor | None = None) -> list[Data]:
+    # Only x and y travel: PyG collates every attribute of an item.
+    index = range(len(dataset)) if index is None else index
+    items = []
+    for i in index:
+        data = dataset[int(i)]
+        items.append(Data(x=data.x, y=data.y.view(1, -1)))
+    return items
+
+
+def regression_splits(train: list[Data], val: list[Data], test: list[Data],
+                      normalize: bool) -> tuple[SetSplit, SetSplit, SetSplit]:
+    r"""Three :class:`SetSplit` objects of regression sets; with
+    :obj:`normalize` the targets become :math:`(y - \bar y) / s` with the
+    training split's statistics (App. D.2.4; a zero deviation becomes one)."""
+    y = torch.cat([data.y for data in train]).double()  # [N, T]
+    mean, std = torch.zeros(y.size(1)), torch.ones(y.size(1))
+    if normalize:
+        mean, std = y.mean(0).float(), y.std(0, unbiased=False).float()
+        std = torch.where(std > 0, std, torch.ones_like(std))
+    for data in (*train, *val, *test):
+        data.y = ((data.y.double() - mean) / std).float()
+    return tuple(SetSplit(items, mean, std) for items in (train, val, test))
+
+
+def classification_splits(train: list[Data], val: list[Data], test: list[Data],
+                          num_classes: int, transform: Callable | None = None,
+                          ) -> tuple[SetSplit, SetSplit, SetSplit]:
+    r"""Three :class:`SetSplit` objects of labelled sets; :obj:`transform`
+    augments the training split only."""
+    zero, one = torch.zeros(1), torch.ones(1)
+    return (SetSplit(train, zero, one, num_classes, transform),
+            SetSplit(val, zero, one, num_classes), SetSplit(test, zero, one, num_classes))
+
+
+def hold_out(num_items: int, num_val: int | None, num_train: int | None
+             ) -> tuple[np.ndarray, np.ndarray]:
+    r"""Indices :obj:`(train, val)` of a training file of :obj:`num_items`
+    sets: a fixed random permutation (:obj:`SPLIT_SEED`), the first
+    :obj:`num_val` (default :obj:`VAL_FRACTION`) held out for validation and
+    the next :obj:`num_train` (default: all others) for training."""
+    num_val = round(VAL_FRACTION * num_items) if num_val is None else num_val
+    num_train = num_items - num_val if num_train is None else num_train
+    if num_val < 1 or num_train < 1 or num_val + num_train > num_items:
+        raise ValueError(f"'num_train' + 'num_val' must fit in the {num_items} training sets "
+                         f"(got {num_train} + {num_val})")
+    perm = np.random.default_rng(SPLIT_SEED).permutation(num_items)
+    return np.sort(perm[num_val:num_val + num_train]), np.sort(perm[:num_val])
+
+
+def _first(items: list[Data], num: int | None) -> list[Data]:
+    if num is not None and not 1 <= num <= len(items):
+        raise ValueError(f"'num_test' must be in [1, {len(items)}] (got {num})")
+    return items if num is None else items[:num]
+
+
+def _check_sizes(num_train: int | None, num_val: int | None, num_test: int | None) -> None:
+    given = [n is not None for n in (num_train, num_val, num_test)]
+    if any(given) and not all(given):
+        raise ValueError(f"'num_train', 'num_val' and 'num_test' must be given together "
+                         f"(got {num_train}, {num_val}, {num_test})")
+
+
+# --------------------------------------------------------------- providers
+
+
+def qm9(*, seed: int, root: str | None, normalize: bool, targets: str | Sequence[str] = "mu",
+        num_train: int | None = None, num_val: int | None = None, num_test: int | None = None,
+        num_molecules: int | None = None) -> tuple[SetSplit, SetSplit, SetSplit]:
+    r"""QM9 (Task H, Table 28): the paper's random 50K molecules split
+    80/10/10, or :obj:`num_train`/:obj:`num_val`/:obj:`num_test` molecules of
+    a random subset (seed :obj:`SPLIT_SEED`); :obj:`num_molecules` limits the
+    processing to the first molecules of the source (smoke runs). The cell
+    seed only varies the training."""
+    from mzattn.datasets.qm9 import QM9
+
+    _check_sizes(num_train, num_val, num_test)
+    dataset = QM9(dataset_root("qm9", root), targets=targets, num_molecules=num_molecules)
+    if num_train is None:
+        split = dataset.split(SPLIT_SEED)
+    else:
+        total = num_train + num_val + num_test
+        if total > len(dataset):
+            raise ValueError(f"'num_train' + 'num_val' + 'num_test' = {total} exceeds the "
+                             f"{len(dataset)} QM9 molecules available")
+        split = dataset.split(SPLIT_SEED, subset=total, fractions=(
+            num_train / total, num_val / total, num_test / total))
+    return regression_splits(*(_sets(dataset, index) for index in split[:3]), normalize)
+
+
+def _train_test_files(build: Callable[[bool], Any], num_train: int | None,
+                      num_val: int | None, num_test: int | None
+                      ) -> tuple[list[Data], list[Data], list[Data]]:
+    # A dataset with train and test files: validation is held out of train.
+    _check_sizes(num_train, num_val, num_test)
+    train_file = build(True)
+    train, val = hold_out(len(train_file), num_val, num_train)
+    return _sets(train_file, train), _sets(train_file, val), _first(_sets(build(False)), num_test)
+
+
+def modelnet40(*, seed: int, root: str | None, normalize: bool, source: str = "off",
+               num_points: int = 1024, augment: bool = True, num_train: int | None = None,
+               num_val: int | None = None, num_test: int | None = None
+               ) -> tuple[SetSplit, SetSplit, SetSplit]:
+    r"""ModelNet40 (Task C): 1,024 surface points per shape, random y-axis
+    rotation and jitter on the training split (:obj:`augment`), validation
+    held out of the training file (:func:`hold_out`)."""
+    from mzattn.datasets import ModelNet40, RandomYRotateJitter
+    from mzattn.datasets.modelnet import MODELNET40_CLASSES
+
+    def build(train: bool):
+        return ModelNet40(dataset_root("modelnet40", root), train=train, source=source,
+                          num_points=num_points)
+
+    sets = _train_test_files(build, num_train, num_val, num_test)
+    return classification_splits(*sets, len(MODELNET40_CLASSES),
+                                 RandomYRotateJitter() if augment else None)
+
+
+def scanobjectnn(*, seed: int, root: str | None, normalize: bool, num_points: int = 1024,
+                 augment: bool = True, num_train: int | None = None,
+                 num_val: int | None = None, num_test: int | None = None
+                 ) -> tuple[SetSplit, SetSplit, SetSplit]:
+    r"""ScanObjectNN OBJ_BG (Task E), as :func:`modelnet40`."""
+    from mzattn.datasets import RandomYRotateJitter, ScanObjectNN
+    from mzattn.datasets.scanobjectnn import SCANOBJECTNN_CLASSES
+
+    def build(train: bool):
+        return ScanObjectNN(dataset_root("scanobjectnn", root), train=train,
+                            num_points=num_points)
+
+    sets = _train_test_files(build, num_train, num_val, num_test)
+    return classification_splits(*sets, len(SCANOBJECTNN_CLASSES),
+                                 RandomYRotateJitter() if augment else None)
+
+
+def pixel_clouds(*, seed: int, root: str | None, normalize: bool, source: str = "mnist",
+                 construction: str = "pixels", targets: str | Sequence[str] = "meb",
+                 affine_scale: float = 0.0, mixture: int = 1,
+                 num_points: tuple[int, int] | None = None, num_train: int | None = None,
+                 num_val: int | None = None, num_test: int | None = None,
+                 stand_in: bool = False) -> tuple[SetSplit, SetSplit, SetSplit]:
+    r"""Pixel point clouds (Table 31, tiers 1-2) of
+    :class:`mzattn.datasets.PixelClouds`; :obj:`stand_in` swaps the image
+    source for scikit-learn's digits (offline). The sets of the training
+    file are built for :obj:`num_train + num_val` sets only when sizes are
+    given."""
+    from mzattn.datasets import PixelClouds
+
+    source = "digits" if stand_in else source
+    kwargs = {"source": source, "construction": construction, "targets": targets,
+              "affine_scale": affine_scale, "mixture": mixture,
+              "num_points": None if num_points is None else tuple(num_points)}
+
+    def build(train: bool):
+        sizes = (num_train, num_val) if train else (num_test,)
+        num_sets = None if num_train is None else sum(sizes)
+        return PixelClouds(dataset_root("images", root), train=train,
+                           num_sets=num_sets, **kwargs)
+
+    return regression_splits(*_train_test_files(build, num_train, num_val, num_test),
+                             normalize)
+
+
+def _stand_in_clouds(backbone: str, num_images: int, train: bool,
+                     targets: Sequence[str]) -> list[Data]:
+    # Offline stand-in of ResNetFeatureClouds: scikit-learn digits as grey
+    # RGB images through a randomly initialised ResNet (seeded).
+    import torchvision
+    from mzattn.datasets._io import geometric_targets
+    from mzattn.datasets.pixel_clouds import DIGITS_NUM_TRAIN
+    from mzattn.datasets.resnet_features import BACKBONES, layer3_point_clouds, preprocess
+    from sklearn.datasets import load_digits
+
+    digits = load_digits().images
+    digits = digits[:DIGITS_NUM_TRAIN] if train else digits[DIGITS_NUM_TRAIN:]
+    if num_images > len(digits):
+        raise ValueError(f"the digits stand-in has {len(digits)} images "
+                         f"(got {num_images} sets)")
+    images = np.repeat(np.round(digits[:num_images] * (255 / 16)).astype(np.uint8)[..., None],
+                       3, axis=-1)  # [N, 8, 8, 3]
+    with torch.random.fork_rng():
+        torch.manual_seed(SPLIT_SEED)
+        model = getattr(torchvision.models, BACKBONES[backbone][0])(weights=None).eval()
+    clouds = layer3_point_clouds(model, preprocess(images, STAND_IN_IMAGE_SIZE))
+    return [Data(x=x, y=geometric_targets(x, targets)) for x in clouds]
+
+
+def resnet_features(*, seed: int, root: str | None, normalize: bool,
+                    backbone: str = "resnet18", targets: str | Sequence[str] = "furthest",
+                    image_size: int = 224, num_train: int | None = None,
+                    num_val: int | None = None, num_test: int | None = None,
+                    stand_in: bool = False) -> tuple[SetSplit, SetSplit, SetSplit]:
+    r"""ResNet layer-3 point clouds of CIFAR-100 (Tables 26, 31-33) of
+    :class:`mzattn.datasets.ResNetFeatureClouds` (needs CIFAR-100 and the
+    ImageNet weights); :obj:`stand_in` uses scikit-learn's digits through a
+    random-weight ResNet of the same width instead (offline, seconds)."""
+    from mzattn.datasets import ResNetFeatureClouds
+
+    targets = (targets,) if isinstance(targets, str) else tuple(targets)
+    if stand_in:
+        _check_sizes(num_train, num_val, num_test)
+        if num_train is None:
+            raise ValueError("the ResNet stand-in needs 'num_train', 'num_val' and 'num_test'")
+        train = _stand_in_clouds(backbone, num_train + num_val, True, targets)
+        sets = train[:num_train], train[num_train:], _stand_in_clouds(backbone, num_test,
+                                                                      False, targets)
+        return regression_splits(*sets, normalize)
+
+    def build(train: bool):
+        sizes = (num_train, num_val) if train else (num_test,)
+        num_images = None if num_train is None else sum(sizes)
+        return ResNetFeatureClouds(dataset_root("images", root), backbone=backbone,
+                                   train=train, targets=targets, num_images=num_images,
+                                   image_size=image_size)
+
+    return regression_splits(*_train_test_files(build, num_train, num_val, num_test),
+                             normalize)
+
+
+REAL_DATASETS: dict[str, Callable[..., tuple[SetSplit, SetSplit, SetSplit]]] = {
+    "qm9": qm9,
+    "modelnet40": modelnet40,
+    "scanobjectnn": scanobjectnn,
+    "pixel_clouds": pixel_clouds,
+    "resnet_features": resnet_features,
+}
+r"""Real-data providers by the task name a :class:`~mzattn.repro.spec.Column`
+uses."""
+
+
+def is_real(task: str) -> bool:
+    r"""Whether :obj:`task` names a provider of :obj:`REAL_DATASETS`."""
+    return task in REAL_DATASETS
+
+
+def load_real_splits(task: str, *, seed: int = 0, root: str | None = None,
+                     normalize: bool = False, **options: Any
+                     ) -> tuple[SetSplit, SetSplit, SetSplit]:
+    r"""The :obj:`(train, val, test)` splits of the real dataset :obj:`task`.
+
+    Args:
+        task (str): A key of :obj:`REAL_DATASETS`.
+        seed (int, optional): The cell's seed. (default: :obj:`0`)
+        root (str, optional): Cache root (see :func:`dataset_root`).
+            (default: :obj:`None`)
+        normalize (bool, optional): Normalise regression targets with the
+            training statistics. (default: :obj:`False`)
+        **options: The provider's keyword arguments.
+    """
+    if task not in REAL_DATASETS:
+        raise ValueError(f"'task' must be one of {sorted(REAL_DATASETS)} (got {task!r})")
+    return REAL_DATASETS[task](seed=seed, root=root, normalize=normalize, **options)
