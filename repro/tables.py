@@ -28,6 +28,7 @@ TABLE_MODULES: dict[str, str] = {
     "table24": "table24_sgsp",
     "table25": "table25_large_scale",
     "table27": "table27_meta_regression",
+    "table28": "table28_qm9",
     "table29": "table29_slot_attention",
 }
 r"""Every table with a script in :obj:`repro/`, in the paper's order."""
