@@ -130,7 +130,7 @@ def train_checkpoint(model: str, task: str, path: str, profile: Profile, *,
                      data_seed: int = 0, init_seed: int = 0,
                      overrides: dict[str, Any] | None = None,
                      task_overrides: dict[str, Any] | None = None, normalize: bool = False,
-                     root: str | None = None) -> CheckpointInfo:
+                     root: str | None = None, accelerator: str = "cpu") -> CheckpointInfo:
     r"""Trains registry model :obj:`model` on :obj:`task` with the
     harness's optimisation (MSE loss, :obj:`profile`'s sizes, epochs,
     batch size, learning rate, warm-up and patience), restores the weights
@@ -138,7 +138,8 @@ def train_checkpoint(model: str, task: str, path: str, profile: Profile, *,
 
     The data splits depend on :obj:`data_seed` only and the weights on
     :obj:`init_seed` only, so Deep-Ensemble members share one dataset.
-    An existing :obj:`path` is not retrained.
+    An existing :obj:`path` is not retrained. :obj:`accelerator` is
+    Lightning's (e.g. :obj:`"gpu"`); the weights are saved on the CPU.
     """
     if osp.exists(path):
         return load_checkpoint(path)[1]
@@ -158,7 +159,7 @@ def train_checkpoint(model: str, task: str, path: str, profile: Profile, *,
     with tempfile.TemporaryDirectory() as folder:
         selector = ModelCheckpoint(dirpath=folder, monitor="val/loss", mode="min", save_top_k=1)
         trainer = pl.Trainer(
-            max_epochs=profile.max_epochs, accelerator="cpu", logger=False,
+            max_epochs=profile.max_epochs, accelerator=accelerator, logger=False,
             gradient_clip_val=GRADIENT_CLIP, enable_progress_bar=False,
             enable_model_summary=False, num_sanity_val_steps=0,
             callbacks=[selector, EarlyStopping(monitor="val/loss", patience=profile.patience)])
@@ -167,5 +168,5 @@ def train_checkpoint(model: str, task: str, path: str, profile: Profile, *,
         module.load_state_dict(best["state_dict"])
     info.training = {"epochs": trainer.current_epoch, "wall_time_s": time.perf_counter() - start,
                      "best_val_loss": float(selector.best_model_score)}
-    save_checkpoint(module.model, info, path)
+    save_checkpoint(module.model.cpu(), info, path)
     return info

@@ -41,17 +41,19 @@ def _verdict(ok: bool, detail: str) -> Verdict:
     return Verdict(REPRODUCED if ok else NOT_REPRODUCED, detail)
 
 
-def _header(key: str, title: str, records: Records) -> list[str]:
+def _header(key: str, title: str, records: Records, folder: str) -> list[str]:
     profiles = sorted({r["profile"] for r in records}) or ["none"]
     lines = [f"# {key}: {title}", ""]
     if not records:
         return lines + ["No uncertainty-study record found: run "
-                        f"`mzattn-repro analysis {key} --profile quick`.", ""]
+                        f"`mzattn-repro analysis {key} --profile quick --out "
+                        f"{osp.dirname(folder)}`.", ""]
     minutes = sum(r["training_wall_time_s"] for r in records) / 60
     lines += [f"Profile: {', '.join(profiles)}; seeds: {[r['seed'] for r in records]}; "
               f"set matching (Task B), {records[0]['num_test']} test sets; training time "
               f"{minutes:.1f} min (all models). Rebuild with "
-              f"`mzattn-repro analysis {key} --profile {profiles[0]}`.", ""]
+              f"`mzattn-repro analysis {key} --profile {profiles[0]} --out "
+              f"{osp.dirname(folder)}`.", ""]
     if profiles != ["full"]:
         lines += ["Our numbers come from a reduced profile (smaller data, fewer epochs and "
                   "seeds than the paper); compare the contrast, not the last digit.", ""]
@@ -85,7 +87,7 @@ def table19_claims(records: Records) -> list[tuple[str, Verdict]]:
 def table19_report(records: Records, folder: str) -> str:
     r"""Writes :obj:`{folder}/report.md` of Table 19 and returns its path."""
     lines = _header("table19", "uncertainty calibration on set matching, samples binned "
-                    "by IHW", records) + _verdict_lines(table19_claims(records))
+                    "by IHW", records, folder) + _verdict_lines(table19_claims(records))
     if records:
         paper = list(paper_table("table19").rows.values())
         rows = []
@@ -131,7 +133,7 @@ def table20_claims(records: Records) -> list[tuple[str, Verdict]]:
 def table20_report(records: Records, folder: str) -> str:
     r"""Writes :obj:`{folder}/report.md` of Table 20 and returns its path."""
     lines = _header("table20", "uncertainty quality on set matching (Spearman / Pearson "
-                    "with |error|, inference cost)", records)
+                    "with |error|, inference cost)", records, folder)
     lines += _verdict_lines(table20_claims(records))
     if records:
         paper = paper_table("table20").rows
@@ -200,7 +202,7 @@ def table21_report(records: Records, folder: str) -> str:
     r"""Writes :obj:`{folder}/report.md` and :obj:`{folder}/table21.png`
     (reliability diagram) of Table 21 and returns the report's path."""
     lines = _header("table21", "uncertainty calibration on set matching (ECE, Gaussian "
-                    "NLL)", records) + _verdict_lines(table21_claims(records))
+                    "NLL)", records, folder) + _verdict_lines(table21_claims(records))
     if records:
         paper = paper_table("table21").rows
         rows = [_table21_row(records, m, m, None, paper[m]) for m in METHODS]
