@@ -148,7 +148,7 @@ def cell_config(spec: TableSpec, cell: Cell, profile_name: str) -> dict[str, Any
     profile = column_profile(spec.profile(profile_name), cell.column)
     return {
         "table": spec.key, "row": cell.row.label, "model": cell.row.model,
-        "model_overrides": cell.row.overrides, "column": cell.column.label,
+        "model_overrides": cell.column.overrides_for(cell.row), "column": cell.column.label,
         "task": cell.column.task, "task_overrides": task_overrides(profile, cell.column),
         "normalize": cell.column.normalize, "seed": cell.seed, "loss": spec.loss,
         "profile": profile_name, "training": {k: v for k, v in asdict(profile).items()
@@ -188,7 +188,8 @@ def _build(spec: TableSpec, cell: Cell, profile: Profile,
     train = data.train_dataset
     num_classes = getattr(train, "num_classes", None) if spec.loss == "cross_entropy" else None
     out = output_channels(spec.loss, data.target_dim, num_classes)
-    model = build_model(cell.row.model, data.in_channels, out, **cell.row.overrides)
+    model = build_model(cell.row.model, data.in_channels, out,
+                        **cell.column.overrides_for(cell.row))
     module = SetModule(model, loss=spec.loss, target_dim=data.target_dim,
                        num_classes=num_classes, lr=profile.lr,
                        warmup_epochs=profile.warmup_epochs, max_epochs=profile.max_epochs,

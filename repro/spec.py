@@ -110,12 +110,20 @@ class Column:
         training (dict, optional): :class:`Profile` fields overridden in
             this column, e.g. :obj:`{"patience": 100}` (Table 26).
             (default: :obj:`{}`)
+        model_overrides (dict, optional): Constructor overrides per registry
+            name that depend on the column's inputs, e.g. EGNN's coordinate
+            columns :obj:`{"egnn": {"coord_index": (0, 1, 2)}}`. (default: :obj:`{}`)
     """
     label: str
     task: str
     overrides: dict[str, Any] = field(default_factory=dict)
     normalize: bool = False
     training: dict[str, Any] = field(default_factory=dict)
+    model_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def overrides_for(self, row: "Row") -> dict[str, Any]:
+        r"""Constructor overrides of :obj:`row`'s model on this column."""
+        return {**row.overrides, **self.model_overrides.get(row.model, {})}
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,8 @@ def test_spec_is_consistent_with_registry_tasks_and_paper(key):
         for column in spec.columns:
             config = get_config(column.task, **column.overrides)
             out = output_channels(spec.loss, config.target_dim)
-            model = build_model(row.model, config.num_features, out, **row.overrides)
+            model = build_model(row.model, config.num_features, out,
+                                **column.overrides_for(row))
             assert sum(p.numel() for p in model.parameters()) > 0
             label = spec.paper_label(row.label, column.label)
             matched += label is not None and label[1] in paper.rows.get(label[0], {})
