@@ -38,9 +38,7 @@ CLAIMS = (
           lambda r: verdict(*(compare(r, ("MZAttn-1L", c.label), ">=", 0.9) for c in COLUMNS))),
     Claim("The 4-layer Set Transformer degrades with L (paper: 0.97 at L=4 to 0.40 at L=32; "
           "we test a drop of at least 0.1)",
-          lambda r: verdict(compare(r, ("ST-4L", "L=32"), "<=", ("ST-4L", "L=4"), factor=1.0),
-                            compare(r, ("ST-4L", "L=4"), ">=", ("ST-4L", "L=32"), factor=1.0),
-                            _drop(r))),
+          lambda r: verdict(_drop(r))),
     Claim("A 6-15x residual-MSE gap: MSE(ST-4L) / MSE(MZAttn-1L) >= 6 at every L",
           lambda r: verdict(*(ratio(r, ("ST-4L", c.label), ("MZAttn-1L", c.label), 6.0)
                               for c in COLUMNS))),
