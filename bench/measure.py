@@ -1,6 +1,5 @@
 r"""Timing and peak-memory primitives shared by the benchmark suites."""
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -87,22 +86,33 @@ def peak_memory_cuda(fn: Callable[[], None], device: torch.device) -> int:
 
 def peak_memory_subprocess(module: str, job: dict) -> int:
     r"""Peak resident-memory growth (bytes) of one call, measured in a fresh
-    interpreter so earlier allocations cannot hide it: the child builds the
-    job with :obj:`module.build(job) -> fn`, reads :obj:`ru_maxrss`, calls
-    :obj:`fn` once and reports the growth.  CPU only."""
+    interpreter so that earlier allocations cannot hide it: the child builds
+    the job with :obj:`module.build(job) -> fn`, resets the kernel's
+    high-water mark (:file:`/proc/self/clear_refs`), calls :obj:`fn` once and
+    reports :obj:`VmHWM` minus the resident size before the call.  Linux, CPU
+    only."""
     out = subprocess.run([sys.executable, '-m', 'mzattn.bench.measure', module,
                           json.dumps(job)], capture_output=True, text=True, check=True)
     return int(out.stdout.strip().splitlines()[-1])
+
+
+def _status_kib(field: str) -> int:
+    with open('/proc/self/status') as f:
+        for line in f:
+            if line.startswith(field + ':'):
+                return int(line.split()[1])
+    raise RuntimeError(f'{field} is not in /proc/self/status')
 
 
 def _child(module: str, job: str) -> None:
     import importlib
     torch.set_num_threads(1)
     fn = importlib.import_module(module).build(json.loads(job))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with open('/proc/self/clear_refs', 'w') as f:
+        f.write('5')  # reset VmHWM to the current resident size
+    before = _status_kib('VmRSS')
     fn()
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print((after - before) * 1024)  # ru_maxrss is in KiB on Linux
+    print((_status_kib('VmHWM') - before) * 1024)
 
 
 if __name__ == '__main__':
