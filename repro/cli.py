@@ -18,9 +18,14 @@ import sys
 
 from .tables import TABLE_MODULES, list_tables, load_spec
 
-COMMANDS = ("list", "report", "demo", "models", "docker", "env", "bench", "analysis")
-_DELEGATED = {"docker": "docker_driver", "env": "envinfo", "bench": "bench",
-              "analysis": "analysis"}
+COMMANDS = ("list", "report", "demo", "models", "docker", "env", "bench", "table30", "analysis")
+_DELEGATED = {  # command -> (module, function taking the remaining argv)
+    "docker": ("mzattn.repro.docker_driver", "cli"),
+    "env": ("mzattn.repro.envinfo", "cli"),
+    "bench": ("mzattn.bench.cli", "cli"),
+    "table30": ("mzattn.bench.cli", "table30_cli"),
+    "analysis": ("mzattn.repro.analysis", "cli"),
+}
 
 
 def _list() -> int:
@@ -50,7 +55,7 @@ def _report(argv: list[str]) -> int:
 
 
 def _delegate(command: str, argv: list[str]) -> int:
-    name = f"{__package__}.{_DELEGATED[command]}"
+    name, function = _DELEGATED[command]
     try:
         module = importlib.import_module(name)
     except ModuleNotFoundError as error:
@@ -59,7 +64,7 @@ def _delegate(command: str, argv: list[str]) -> int:
         print(f"error: 'mzattn-repro {command}' needs {name}, which is not installed",
               file=sys.stderr)
         return 2
-    return module.cli(argv)
+    return getattr(module, function)(argv)
 
 
 def _usage() -> str:
