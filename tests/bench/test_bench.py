@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from mzattn.bench.cli import cli
+from mzattn.bench.cli import cli, table30_cli
 from mzattn.bench.measure import Timing, peak_memory_subprocess
 from mzattn.bench.report import BEGIN, END, splice_readme
 from mzattn.bench.scaling import loglog_slope
@@ -48,3 +48,10 @@ def test_helpers():
     t = Timing.of([1.0, 2.0, 3.0, 4.0, 5.0])
     assert t.median == 3.0 and t.q1 <= t.median <= t.q3
     assert 'ours-auto' in IMPLEMENTATIONS and BASELINE in IMPLEMENTATIONS
+
+
+def test_table30_report(tmp_path):
+    assert table30_cli(['--profile', 'smoke', '--out', str(tmp_path)]) == 0
+    report = (tmp_path / 'table30' / 'report.md').read_text()
+    assert 'paper (RTX 5090) | 1.9×' in report and '| small |' in report
+    assert 'Target (Small, cpu)' in report
