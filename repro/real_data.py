@@ -15,6 +15,7 @@ option :obj:`stand_in=True` of the pixel and ResNet providers replaces such
 data by an offline stand-in (scikit-learn's digits, random-weight ResNets),
 used by the smoke profiles.
 """
+import functools
 import os
 import os.path as osp
 from collections.abc import Callable, Sequence
@@ -273,10 +274,12 @@ def pixel_clouds(*, seed: int, root: str | None, normalize: bool, source: str = 
                              normalize)
 
 
-def _stand_in_clouds(backbone: str, num_images: int, train: bool,
-                     targets: Sequence[str]) -> list[Data]:
+@functools.lru_cache(maxsize=8)
+def _stand_in_features(backbone: str, num_images: int, train: bool,
+                       targets: tuple[str, ...]) -> tuple[Tensor, Tensor]:
     # Offline stand-in of ResNetFeatureClouds: scikit-learn digits as grey
-    # RGB images through a randomly initialised ResNet (seeded).
+    # RGB images through a randomly initialised ResNet (seeded). Cached per
+    # process: the data module loads its splits twice.
     import torchvision
     from mzattn.datasets._io import geometric_targets
     from mzattn.datasets.pixel_clouds import DIGITS_NUM_TRAIN
@@ -293,8 +296,14 @@ def _stand_in_clouds(backbone: str, num_images: int, train: bool,
     with torch.random.fork_rng():
         torch.manual_seed(SPLIT_SEED)
         model = getattr(torchvision.models, BACKBONES[backbone][0])(weights=None).eval()
-    clouds = layer3_point_clouds(model, preprocess(images, STAND_IN_IMAGE_SIZE))
-    return [Data(x=x, y=geometric_targets(x, targets)) for x in clouds]
+    clouds = layer3_point_clouds(model, preprocess(images, STAND_IN_IMAGE_SIZE))  # [N, 16, C]
+    return clouds, torch.cat([geometric_targets(x, targets) for x in clouds])
+
+
+def _stand_in_clouds(backbone: str, num_images: int, train: bool,
+                     targets: tuple[str, ...]) -> list[Data]:
+    clouds, y = _stand_in_features(backbone, num_images, train, targets)
+    return [Data(x=x, y=target.view(1, -1)) for x, target in zip(clouds, y, strict=True)]
 
 
 def resnet_features(*, seed: int, root: str | None, normalize: bool,

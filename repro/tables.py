@@ -27,9 +27,13 @@ TABLE_MODULES: dict[str, str] = {
     "table23": "table23_mst_scaling",
     "table24": "table24_sgsp",
     "table25": "table25_large_scale",
+    "table26": "table26_patience",
     "table27": "table27_meta_regression",
     "table28": "table28_qm9",
     "table29": "table29_slot_attention",
+    "table31": "table31_transfer",
+    "table32": "table32_resnet_sgsp",
+    "table33": "table33_dimension_scaling",
 }
 r"""Every table with a script in :obj:`repro/`, in the paper's order."""
 
