@@ -21,16 +21,18 @@ COLUMNS = tuple(resnet_column(f"patience={p}", "resnet50", "furthest", patience=
                 for p in PATIENCES)
 
 
-def _plateau(results):
+def _plateau(results, margin: float = 0.002):
     last = f"patience={PATIENCES[-1]}"
     conditions = []
     for row in MODELS:
         plateau = results.mean(row, last)
         for p in PATIENCES[:-1]:
-            column = f"patience={p}"
-            lower = None if plateau is None else plateau - 0.002
-            conditions.append(compare(results, (row, column), ">=", lower) if lower is not None
-                              else (None, f"{row} {last} not run"))
+            cell = (row, f"patience={p}")
+            if plateau is None:
+                conditions.append((None, f"{row} {last} not run"))
+                continue
+            conditions += [compare(results, cell, ">=", plateau - margin),
+                           compare(results, cell, "<=", plateau + margin)]
     return verdict(*conditions)
 
 

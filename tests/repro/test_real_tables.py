@@ -235,3 +235,37 @@ def test_classification_trains_with_cross_entropy(tmp_path):
     assert 0.0 <= record["metrics"]["acc"] <= 1.0
     assert record["params"] == sum(p.numel() for p in build_model("standard", 3, 15)
                                    .parameters())
+
+
+# ----------------------------------------------------------------- claims
+
+
+def _results(key, values):
+    from mzattn.repro.results import Results
+
+    records = [{"status": "ok", "profile": "quick", "config": {"row": row, "column": column},
+                "metrics": {"r2": value}} for (row, column), value in values.items()]
+    return Results(load_spec(key), records)
+
+
+def test_transfer_rank_claims_use_the_models_run():
+    from mzattn.repro.transfer import rank
+
+    column = "MNIST raw pixel / MEB"
+    results = _results("table31", {("MZAttn-Full", column): 0.79, ("ST-Large", column): 0.78,
+                                   ("Standard", column): 0.80})
+    assert rank(results, column) == (2, 3)
+    tiers, tier3 = (claim.check(results) for claim in load_spec("table31").claims)
+    assert tiers.status == "reproduced" and "2/3" in tiers.detail  # relative rank 0.5
+    assert tier3.status == "not run"
+    first = _results("table31", {("MZAttn-Full", column): 0.9, ("Standard", column): 0.8})
+    assert load_spec("table31").claims[0].check(first).status == "not reproduced"
+
+
+def test_table26_plateau_claim_is_two_sided():
+    values = {(row, f"patience={p}"): 0.79 for row in ("MZAttn-Full", "ST-Large", "HyperNet",
+                                                       "LinearAttn") for p in (20, 100, 300)}
+    plateau = load_spec("table26").claims[0]
+    assert plateau.check(_results("table26", values)).status == "reproduced"
+    values[("HyperNet", "patience=20")] = 0.795  # above the plateau by more than 0.002
+    assert plateau.check(_results("table26", values)).status == "not reproduced"
