@@ -6,6 +6,7 @@ last checkpoint (optimiser, scheduler, early-stopping and model-selection
 state included); a failed cell is recorded with its traceback and the
 table goes on.
 """
+import contextlib
 import dataclasses
 import json
 import os
@@ -241,6 +242,13 @@ def _device_name(device: torch.device) -> str:
     return f"{device.type} ({torch.get_num_threads()} threads)"
 
 
+def _remove_checkpoints(out: str, cell: Cell) -> None:
+    folder = checkpoint_dir(out, cell)
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):  # the table's ckpt/ folder, once empty
+        os.rmdir(osp.dirname(folder))
+
+
 def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
              options: RunOptions | None = None) -> dict[str, Any]:
     r"""Runs one cell unless its JSON already holds a finished run of the
@@ -269,5 +277,5 @@ def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
     if rank_zero_only.rank == 0:
         write_json_atomic(record, path)
         if record["status"] == "ok" and not options.keep_checkpoints:
-            shutil.rmtree(checkpoint_dir(out, cell), ignore_errors=True)
+            _remove_checkpoints(out, cell)
     return record

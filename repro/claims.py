@@ -1,9 +1,10 @@
 r"""Building blocks of the headline-claim checks of the table specs.
 
 A check compares aggregated cells (:class:`~mzattn.repro.results.Results`)
-and returns a :class:`~mzattn.repro.spec.Verdict`: :obj:`"not run"` if any
-cell it needs has no finished seed, else :obj:`"reproduced"` when every
-condition holds and :obj:`"not reproduced"` otherwise, with the numbers.
+and returns a :class:`~mzattn.repro.spec.Verdict` with the numbers:
+:obj:`"not reproduced"` when a condition fails on cells that ran, else
+:obj:`"not run"` if a cell it needs has no finished seed, else
+:obj:`"reproduced"`.
 """
 import operator
 from collections.abc import Callable
@@ -58,14 +59,15 @@ def ratio(results: Results, numerator: Cell, denominator: Cell, minimum: float,
 
 
 def verdict(*conditions: Condition) -> Verdict:
-    r"""Combines conditions: :obj:`"not run"` if one could not be evaluated,
-    :obj:`"reproduced"` if all hold, else :obj:`"not reproduced"`."""
+    r"""Combines conditions: :obj:`"not reproduced"` if one that could be
+    evaluated fails, else :obj:`"not run"` if one could not be evaluated,
+    else :obj:`"reproduced"`."""
     mark = {True: "✓", False: "✗", None: "?"}
     details = "; ".join(f"{mark[ok]} {text}" for ok, text in conditions)
     oks = [ok for ok, _ in conditions]
-    if any(ok is None for ok in oks):
-        return Verdict(NOT_RUN, details)
-    return Verdict(REPRODUCED if all(oks) else NOT_REPRODUCED, details)
+    if any(ok is False for ok in oks):  # a cell that ran already contradicts the claim
+        return Verdict(NOT_REPRODUCED, details)
+    return Verdict(NOT_RUN if any(ok is None for ok in oks) else REPRODUCED, details)
 
 
 def all_compare(results: Results, cell: Cell, op: str, others: list[Cell],

@@ -46,7 +46,7 @@ def test_cell_record_and_skip(tmp_path, options):
     assert saved["params"] == sum(p.numel() for p in __import__(
         "mzattn.baselines", fromlist=["x"]).build_model("standard", 4, 1).parameters())
     assert {"mse", "r2", "loss"} <= set(saved["metrics"])
-    assert not os.path.exists(checkpoint_dir(out, _cell()))  # removed once finished
+    assert not os.path.exists(os.path.dirname(checkpoint_dir(out, _cell())))  # removed
     again = run_cell(SPEC, _cell(), "smoke", out, options)
     assert again["skipped"] and again["metrics"] == saved["metrics"]
 

@@ -47,6 +47,9 @@ def test_claim_building_blocks(out):
     assert verdict(compare(results, mz, ">", std)).status == REPRODUCED
     assert verdict(compare(results, mz, "<", std)).status == NOT_REPRODUCED
     assert verdict(compare(results, mz, ">", ("ST-Large", "d=8"))).status == NOT_RUN
+    missing_and_failed = (compare(results, mz, ">", ("ST-Large", "d=8")),
+                          compare(results, mz, "<", std))
+    assert verdict(*missing_and_failed).status == NOT_REPRODUCED  # a failure decides
     assert ratio(results, std, mz, 3.0)[0] is True  # 2.0 / 0.6
     assert ratio(results, std, mz, 4.0)[0] is False
     assert compare(results, mz, ">=", std, factor=30.0)[0] is True  # 0.65 >= 0.6
