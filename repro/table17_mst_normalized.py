@@ -1,45 +1,24 @@
 r"""Table 17: MST weight, normalised targets ($R^2$ across $d$).
 
+The grid, profiles and claims of Table 23 (:mod:`table23_mst_scaling`) with the
+targets normalised by the training statistics (App. D.2.4).
+
 .. code-block:: bash
 
     python repro/table17_mst_normalized.py --profile quick
 """
 import dataclasses
 
-from mzattn.repro.claims import compare, verdict
+from mzattn.repro import table23_mst_scaling as unnormalized
 from mzattn.repro.runner import main as run_main
-from mzattn.repro.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
 
-ROWS = (
-    Row("Standard", "standard"),
-    Row("ST-Large", "st-large"),
-    Row("HyperNet", "hypernet-r8"),
-    Row("Perceiver", "perceiver"),
-    Row("MZAttn-Full", "mz-full"),
-    Row("MZAttn-Large", "mz-large"),
-)
-COLUMNS = tuple(Column(f"d={d}", "task_g", {"d": d}, normalize=True) for d in (16,32,64,128,256,))
-BASELINES = [row.label for row in ROWS if not row.label.startswith("MZAttn")]
+COLUMNS = tuple(dataclasses.replace(column, normalize=True)
+                for column in unnormalized.COLUMNS)
 
-PROFILES = {
-    "smoke": SMOKE,
-    "quick": dataclasses.replace(QUICK, max_epochs=15, patience=5, columns=("d=16", "d=64")),
-    "full": full(seeds=(0, 1, 2, 3, 4)),
-}
-
-CLAIMS = (
-    Claim("MZAttn-Full beats every baseline at d=16",
-          lambda r: verdict(*(compare(r, ("MZAttn-Full", "d=16"), ">", (row, "d=16"))
-                              for row in BASELINES))),
-    Claim("MZAttn-Full beats every baseline at the largest d",
-          lambda r: verdict(*(compare(r, ("MZAttn-Full", COLUMNS[-1].label), ">",
-                                      (row, COLUMNS[-1].label)) for row in BASELINES))),
-)
-
-SPEC = TableSpec(
-    key="table17", title="MST weight, normalised targets (R²)",
-    rows=ROWS, columns=COLUMNS, profiles=PROFILES, paper="table17",
-    paper_cell=lambda row, column: (column.removeprefix("d="), row), claims=CLAIMS,
+SPEC = dataclasses.replace(
+    unnormalized.SPEC, key="table17", title="MST weight, normalised targets (R²)",
+    columns=COLUMNS, paper="table17",
+    paper_cell=lambda row, column: (column.removeprefix("d="), row),
 )
 
 if __name__ == "__main__":
