@@ -11,10 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+import docker
 import requests
 from docker.types import DeviceRequest
-
-import docker
 
 from .envinfo import GIT_COMMIT_ENV, git_commit
 

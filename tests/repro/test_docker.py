@@ -25,12 +25,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import docker
 import pytest
 from mzattn.repro import docker_driver as dd
 from packaging.requirements import Requirement
 from packaging.version import Version
-
-import docker
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / dd.DOCKERFILE
