@@ -55,3 +55,10 @@ def test_table30_report(tmp_path):
     report = (tmp_path / 'table30' / 'report.md').read_text()
     assert 'paper (RTX 5090) | 1.9×' in report and '| small |' in report
     assert 'Target (Small, cpu)' in report
+
+
+def test_epoch_suite_at_tiny_size(tmp_path):
+    assert cli(['--suites', 'epoch', '--size', 'tiny', '--models', 'standard,mz-slim',
+                '--out', str(tmp_path)]) == 0
+    seconds = json.loads((tmp_path / 'epoch.json').read_text())['results']
+    assert set(seconds) == {'standard', 'mz-slim'} and all(s > 0 for s in seconds.values())
