@@ -106,9 +106,12 @@ def _segment_pairs(q, k, v, key_layout, query_layout, dropout) -> Tensor:
                    reduce='sum')
 
 
-def _to_padded(x: Tensor, index: Tensor | None, pos: Tensor, sets: int,
+def _to_padded(x: Tensor, index: Tensor | None, pos: Tensor | None, sets: int,
                width: int) -> Tensor:
-    r"""Scatters rows of :obj:`x` :obj:`[N, H, C]` into :obj:`[S, H, width, C]`."""
+    r"""Scatters rows of :obj:`x` :obj:`[N, H, C]` into :obj:`[S, H, width, C]`
+    (a view of :obj:`x`, no copy, when :obj:`pos` is :obj:`None`)."""
+    if pos is None:
+        return x.reshape(sets, width, *x.shape[1:]).transpose(1, 2)
     rows = x if index is None else x[index]
     out = x.new_zeros(sets * width, *x.shape[1:]).index_copy(0, pos, rows)
     return out.view(sets, width, *x.shape[1:]).transpose(1, 2)
@@ -127,9 +130,9 @@ def _dense(q, k, v, key_layout, query_layout, dropout, max_padding) -> Tensor:
             queries = q.transpose(0, 1).unsqueeze(0).expand(S, -1, -1, -1)
         else:
             queries = _to_padded(q, b.query_index, b.query_pos, S, b.query_width)
+        mask = None if b.key_pos is None else attention_bias(b.key_mask, q.dtype)
         res = F.scaled_dot_product_attention(
-            queries, keys, values, attn_mask=attention_bias(b.key_mask, q.dtype),
-            dropout_p=dropout)  # [S, H, width_q, d_v]
+            queries, keys, values, attn_mask=mask, dropout_p=dropout)  # [S, H, width_q, d_v]
         res = res.transpose(1, 2)  # [S, width_q, H, d_v]
         if shared:
             rows = res.reshape(S * q.size(0), *res.shape[2:])

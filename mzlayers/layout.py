@@ -60,7 +60,7 @@ class Bucket:
     """
     set_ids: Tensor
     key_index: Tensor | None
-    key_pos: Tensor
+    key_pos: Tensor | None
     key_width: int
     key_mask: Tensor
     query_index: Tensor | None = None
@@ -212,13 +212,16 @@ def _size_groups(counts: list[int], max_padding: float | None) -> list[list[int]
 
 
 def _padding_index(layout: SetLayout, set_ids: Tensor, single: bool
-                   ) -> tuple[Tensor | None, Tensor, int]:
+                   ) -> tuple[Tensor | None, Tensor | None, int]:
     r"""Element indices of :obj:`set_ids` and their flat positions in a
-    :obj:`[len(set_ids), width]` buffer."""
+    :obj:`[len(set_ids), width]` buffer (:obj:`None` for both when the bucket
+    is the whole batch in order, every set of size :obj:`width`)."""
     counts = layout.count_tensor[set_ids]
     width = max(1, max(layout.counts[i] for i in set_ids.tolist()) if len(set_ids) else 1)
     local = torch.arange(len(set_ids), device=layout.device).repeat_interleave(counts)
     starts = (counts.cumsum(0) - counts).repeat_interleave(counts)
     offset = torch.arange(local.numel(), device=layout.device) - starts
     index = None if single else layout.ptr[set_ids][local] + offset
+    if single and local.numel() == len(set_ids) * width:  # every set full: no padding
+        return index, None, width
     return index, local * width + offset, width

@@ -52,6 +52,26 @@ def test_backends_match_reference_forward_and_backward(backend, shared):
         assert torch.allclose(g, r, atol=1e-10)
 
 
+@pytest.mark.parametrize('backend', ['dense', 'auto'])
+@pytest.mark.parametrize('shared', [True, False])
+def test_equal_sizes_run_unpadded_and_match_reference(backend, shared):
+    batch = torch.arange(3).repeat_interleave(6)
+    layout = _layout(batch, 3)
+    bucket, = layout.plan(None if shared else layout, AUTO_MAX_PADDING)
+    assert bucket.key_pos is None and bucket.key_index is None  # a view, no copy, no mask
+    k = torch.randn(18, H, DK, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(18, H, DV, dtype=torch.float64, requires_grad=True)
+    q = torch.randn(M if shared else 18, H, DK, dtype=torch.float64, requires_grad=True)
+    query_layout = None if shared else layout
+    out = set_attention(q, k, v, layout, query_layout, backend)
+    ref = _reference(q, k, v, layout, query_layout)
+    assert torch.allclose(out, ref, atol=1e-10)
+    grads = torch.autograd.grad(out.square().sum(), (q, k, v))
+    ref_grads = torch.autograd.grad(ref.square().sum(), (q, k, v))
+    for g, r in zip(grads, ref_grads, strict=True):
+        assert torch.allclose(g, r, atol=1e-10)
+
+
 def test_auto_backend_splits_skewed_batches_into_buckets():
     _, batch, B = ragged_batch()
     layout = _layout(batch, B)
