@@ -151,9 +151,10 @@ def cell_config(spec: TableSpec, cell: Cell, profile_name: str) -> dict[str, Any
         "table": spec.key, "row": cell.row.label, "model": cell.row.model,
         "model_overrides": cell.column.overrides_for(cell.row), "column": cell.column.label,
         "task": cell.column.task, "task_overrides": task_overrides(profile, cell.column),
-        "normalize": cell.column.normalize, "seed": cell.seed, "loss": spec.loss,
-        "profile": profile_name, "training": {k: v for k, v in asdict(profile).items()
-                                           if k not in ("seeds", "rows", "columns", "data")},
+        "normalize": cell.column.normalize, "seed": cell.seed,
+        "loss": spec.loss_of(cell.column.label), "profile": profile_name,
+        "training": {k: v for k, v in asdict(profile).items()
+                     if k not in ("seeds", "rows", "columns", "data")},
         "weight_decay": 1e-5, "gradient_clip": GRADIENT_CLIP,
     }
 
@@ -186,12 +187,12 @@ def _build(spec: TableSpec, cell: Cell, profile: Profile,
                          overrides=task_overrides(profile, cell.column),
                          normalize=cell.column.normalize, batch_size=profile.batch_size,
                          num_workers=options.num_workers, root=options.data_root)
-    train = data.train_dataset
-    num_classes = getattr(train, "num_classes", None) if spec.loss == "cross_entropy" else None
-    out = output_channels(spec.loss, data.target_dim, num_classes)
+    train, loss = data.train_dataset, spec.loss_of(cell.column.label)
+    num_classes = getattr(train, "num_classes", None) if loss == "cross_entropy" else None
+    out = output_channels(loss, data.target_dim, num_classes)
     model = build_model(cell.row.model, data.in_channels, out,
                         **cell.column.overrides_for(cell.row))
-    module = SetModule(model, loss=spec.loss, target_dim=data.target_dim,
+    module = SetModule(model, loss=loss, target_dim=data.target_dim,
                        num_classes=num_classes, lr=profile.lr,
                        warmup_epochs=profile.warmup_epochs, max_epochs=profile.max_epochs,
                        target_mean=train.target_mean, target_std=train.target_std)

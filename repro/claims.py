@@ -28,11 +28,11 @@ def _fmt(value: float) -> str:
 def compare(results: Results, cell: Cell, op: str, other: Cell | float,
             metric: str | None = None, factor: float = 1.0) -> Condition:
     r"""Condition :math:`m(\text{cell})\ op\ \text{factor} \cdot
-    m(\text{other})` on the seed means of :obj:`metric` (:obj:`other` may
-    be a number)."""
+    m(\text{other})` on the seed means of :obj:`metric` (default: the
+    metric of :obj:`cell`'s column; :obj:`other` may be a number)."""
     if op not in _OPS:
         raise ValueError(f"'op' must be one of {sorted(_OPS)} (got {op!r})")
-    metric = metric or results.spec.metric
+    metric = metric or results.spec.metric_of(cell[1])
     lhs = results.mean(*cell, metric)
     rhs = other if isinstance(other, float | int) else results.mean(*other, metric)
     if lhs is None or rhs is None:

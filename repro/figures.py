@@ -22,9 +22,15 @@ def _save(fig, path: str) -> None:
 
 
 def _paper_mean(results: Results, row: str, column: str) -> float | None:
-    from .report import paper_entry, paper_table_of
+    # The paper's value in our units (a percentage as a fraction).
+    from .report import paper_entry, paper_scale, paper_table_of
     value = paper_entry(results.spec, paper_table_of(results.spec), row, column)
-    return None if value is None else value.mean
+    return None if value is None else value.mean / paper_scale(value)
+
+
+def _metric_label(results: Results, columns: list[str]) -> str:
+    metrics = dict.fromkeys(results.spec.metric_of(column) for column in columns)
+    return "/".join(metric.upper() for metric in metrics)
 
 
 def _bars(ax, results: Results, column: str) -> None:
@@ -42,7 +48,7 @@ def _bars(ax, results: Results, column: str) -> None:
         ax.legend(fontsize=7)
     ax.invert_yaxis()
     ax.axvline(0.0, color="black", linewidth=0.8)
-    ax.set_xlabel(f"test {results.spec.metric.upper()} ({column})")
+    ax.set_xlabel(f"test {_metric_label(results, [column])} ({column})")
 
 
 def _lines(ax, results: Results, columns: list[str], xlabel: str) -> None:
@@ -58,7 +64,7 @@ def _lines(ax, results: Results, columns: list[str], xlabel: str) -> None:
                         color=line.get_color(), alpha=0.6)
     ax.set_xticks(range(len(columns)), columns)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(f"test {results.spec.metric.upper()} (dashed, x: paper)")
+    ax.set_ylabel(f"test {_metric_label(results, columns)} (dashed, x: paper)")
     ax.legend(fontsize=7)
 
 

@@ -12,6 +12,11 @@ from .spec import TableSpec, Verdict
 METRIC_NAMES = {"r2": "R²", "mse": "MSE", "acc": "accuracy", "nll": "NLL"}
 
 
+def metric_name(metric: str) -> str:
+    r"""The printed name of :obj:`metric` (:obj:`METRIC_NAMES`)."""
+    return METRIC_NAMES.get(metric, metric)
+
+
 def paper_table_of(spec: TableSpec):
     r"""The paper's :obj:`PaperTable` of :obj:`spec`, or :obj:`None`."""
     if spec.paper is None:
@@ -28,33 +33,61 @@ def paper_entry(spec: TableSpec, paper, row: str, column: str):
     return paper.rows.get(label[0], {}).get(label[1])
 
 
+def paper_scale(value) -> float:
+    r"""Factor from our units to those of the paper's :obj:`PaperValue`:
+    :obj:`100` for a value printed in percent (our accuracies are fractions),
+    else :obj:`1`."""
+    return 100.0 if value.text.endswith("%") else 1.0
+
+
 def _cell_text(mean: float | None, std: float | None, n: int) -> str:
     if mean is None:
         return "not run"
     return f"{mean:.4g} ± {std:.2g}" + (f" (n={n})" if n != 1 else " (1 seed)")
 
 
+def _difference(mean: float | None, value) -> str:
+    # Ours − paper in the paper's units (percentage points for a percentage).
+    if value is None or mean is None or value.mean is None:
+        return "—"
+    scale = paper_scale(value)
+    return f"{scale * mean - value.mean:+.3g}" + (" pp" if scale != 1.0 else "")
+
+
+def _extra_metric(spec: TableSpec, column: str) -> str | None:
+    # The MSE beside a column's other regression metric.
+    metric, loss = spec.metric_of(column), spec.loss_of(column)
+    return "mse" if metric != "mse" and loss != "cross_entropy" else None
+
+
+def _value_line(spec: TableSpec, results: Results, paper, row: str, column: str,
+                mixed: bool, extra: bool) -> str:
+    mean, std = results.mean(row, column), results.std(row, column)
+    n = len(results.values(row, column))
+    value = paper_entry(spec, paper, row, column)
+    metric = f" {metric_name(spec.metric_of(column))} |" if mixed else ""
+    line = (f"| {row} | {column} |{metric} {_cell_text(mean, std, n)} | "
+            f"{'—' if value is None else value.text} | {_difference(mean, value)} |")
+    if extra:
+        name = _extra_metric(spec, column)
+        m = None if name is None else results.mean(row, column, name)
+        line += " — |" if m is None else f" {m:.4g} |"
+    return line
+
+
 def _value_lines(spec: TableSpec, results: Results, paper) -> list[str]:
-    metric = METRIC_NAMES.get(spec.metric, spec.metric)
-    extra = "mse" if spec.metric != "mse" and spec.loss != "cross_entropy" else None
-    head = f"| Model | Setting | Ours {metric} | Paper {metric} | Ours − paper |"
+    # One metric: named in the header; several (Table 2): a Metric column.
+    mixed = spec.mixes_metrics()
+    extra = any(_extra_metric(spec, column.label) for column in spec.columns)
+    if mixed:
+        head = "| Model | Setting | Metric | Ours | Paper | Ours − paper |"
+    else:
+        metric = metric_name(spec.metric_of(spec.columns[0].label))
+        head = f"| Model | Setting | Ours {metric} | Paper {metric} | Ours − paper |"
     head += " Ours MSE |" if extra else ""
-    lines = [head, "|" + " --- |" * (5 + bool(extra))]
-    for row in spec.rows:
-        for column in spec.columns:
-            mean = results.mean(row.label, column.label)
-            std = results.std(row.label, column.label)
-            n = len(results.values(row.label, column.label))
-            value = paper_entry(spec, paper, row.label, column.label)
-            paper_text = "—" if value is None else value.text
-            diff = "—" if value is None or mean is None or value.mean is None \
-                else f"{mean - value.mean:+.3g}"
-            line = (f"| {row.label} | {column.label} | {_cell_text(mean, std, n)} | "
-                    f"{paper_text} | {diff} |")
-            if extra:
-                m = results.mean(row.label, column.label, extra)
-                line += " — |" if m is None else f" {m:.4g} |"
-            lines.append(line)
+    lines = [head, "|" + " --- |" * (5 + mixed + extra)]
+    lines += [_value_line(spec, results, paper, row.label, column.label, mixed, extra)
+              for row in spec.rows for column in spec.columns]
     return lines
 
 

@@ -38,8 +38,9 @@ class Results:
                 if r["config"]["row"] == row and r["config"]["column"] == column]
 
     def values(self, row: str, column: str, metric: str | None = None) -> list[float]:
-        r"""Test :obj:`metric` (default: the table's) of every seed."""
-        metric = metric or self.spec.metric
+        r"""Test :obj:`metric` (default: the column's,
+        :meth:`~mzattn.repro.spec.TableSpec.metric_of`) of every seed."""
+        metric = metric or self.spec.metric_of(column)
         return [r["metrics"][metric] for r in self.records(row, column)
                 if metric in r["metrics"]]
 

@@ -113,6 +113,13 @@ class Column:
         model_overrides (dict, optional): Constructor overrides per registry
             name that depend on the column's inputs, e.g. EGNN's coordinate
             columns :obj:`{"egnn": {"coord_index": (0, 1, 2)}}`. (default: :obj:`{}`)
+        metric (str, optional): Metric of this column where it differs from
+            the table's, e.g. :obj:`"acc"` for the classification columns of
+            a regression table (Table 2), :obj:`None` for the table's
+            (:meth:`TableSpec.metric_of`). (default: :obj:`None`)
+        loss (str, optional): Training objective of this column,
+            :obj:`None` for the table's (:meth:`TableSpec.loss_of`).
+            (default: :obj:`None`)
     """
     label: str
     task: str
@@ -120,6 +127,8 @@ class Column:
     normalize: bool = False
     training: dict[str, Any] = field(default_factory=dict)
     model_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    metric: str | None = None
+    loss: str | None = None
 
     def overrides_for(self, row: "Row") -> dict[str, Any]:
         r"""Constructor overrides of :obj:`row`'s model on this column."""
@@ -161,9 +170,11 @@ class TableSpec:
         profiles (dict[str, Profile]): One :class:`Profile` per name of
             :obj:`PROFILES`.
         metric (str, optional): Metric of the table (:obj:`"r2"`,
-            :obj:`"mse"`, :obj:`"acc"`, :obj:`"nll"`). (default: :obj:`"r2"`)
+            :obj:`"mse"`, :obj:`"acc"`, :obj:`"nll"`); a column may set its
+            own (:meth:`metric_of`). (default: :obj:`"r2"`)
         loss (str, optional): Training objective of
-            :obj:`mzattn.repro.lightning_module.LOSSES`. (default: :obj:`"mse"`)
+            :obj:`mzattn.repro.lightning_module.LOSSES`; a column may set its
+            own (:meth:`loss_of`). (default: :obj:`"mse"`)
         paper (str, optional): Key of the table in
             :obj:`mzattn.repro.paper_values.TABLES`. (default: :obj:`None`)
         paper_cell (callable, optional): :obj:`paper_cell(row, column)` maps
@@ -207,6 +218,28 @@ class TableSpec:
     def paper_label(self, row: str, column: str) -> tuple[str, str] | None:
         r"""The paper's :obj:`(row, column)` of our cell (see :obj:`paper_cell`)."""
         return (row, column) if self.paper_cell is None else self.paper_cell(row, column)
+
+    def column(self, label: str) -> Column:
+        r"""The column labelled :obj:`label`."""
+        for column in self.columns:
+            if column.label == label:
+                return column
+        raise ValueError(f"'column' must be one of {[c.label for c in self.columns]} "
+                         f"(got {label!r})")
+
+    def metric_of(self, column: str) -> str:
+        r"""The metric of the column labelled :obj:`column`: its own
+        :obj:`Column.metric`, else the table's :obj:`metric`."""
+        return self.column(column).metric or self.metric
+
+    def loss_of(self, column: str) -> str:
+        r"""The training objective of the column labelled :obj:`column`: its
+        own :obj:`Column.loss`, else the table's :obj:`loss`."""
+        return self.column(column).loss or self.loss
+
+    def mixes_metrics(self) -> bool:
+        r"""Whether the columns report more than one metric."""
+        return len({self.metric_of(column.label) for column in self.columns}) > 1
 
     def select_rows(self, names: list[str] | None,
                     profile: str | None = None) -> tuple[Row, ...]:

@@ -6,6 +6,7 @@ from mzattn.repro.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED, compare, ra
 from mzattn.repro.cli import main
 from mzattn.repro.report import write_report
 from mzattn.repro.results import Results, load_records
+from mzattn.repro.spec import Column
 from mzattn.repro.table03_meb import SPEC
 
 
@@ -101,6 +102,21 @@ def test_selection_errors_name_the_argument():
         SPEC.profile("huge")
     with pytest.raises(ValueError, match="'profiles'"):
         dataclasses.replace(SPEC, profiles={"smoke": SPEC.profiles["smoke"]})
+
+
+def test_a_column_may_set_its_own_metric_and_loss():
+    accuracy = Column("C", "modelnet40", loss="cross_entropy", metric="acc")
+    mixed = dataclasses.replace(SPEC, columns=(*SPEC.columns, accuracy))
+    assert (mixed.metric_of("d=8"), mixed.loss_of("d=8")) == ("r2", "mse")
+    assert (mixed.metric_of("C"), mixed.loss_of("C")) == ("acc", "cross_entropy")
+    assert mixed.mixes_metrics() and not SPEC.mixes_metrics()
+    records = [{"status": "ok", "profile": "quick", "config": {"row": "Standard", "column": c},
+                "metrics": {"r2": 0.1, "acc": 0.8}} for c in ("d=8", "C")]
+    results = Results(mixed, records)
+    assert results.mean("Standard", "d=8") == 0.1 and results.mean("Standard", "C") == 0.8
+    assert compare(results, ("Standard", "C"), ">", 0.5) == (True, "Standard C acc=0.8 > 0.5")
+    with pytest.raises(ValueError, match="'column'"):
+        mixed.metric_of("E")
 
 
 def test_demo_runs_three_models_at_d8(tmp_path, data_root, capsys):

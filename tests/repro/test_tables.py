@@ -37,7 +37,7 @@ def test_spec_is_consistent_with_registry_tasks_and_paper(key):
     for row in spec.rows:
         for column in spec.columns:
             config = get_config(column.task, **column.overrides)
-            out = output_channels(spec.loss, config.target_dim)
+            out = output_channels(spec.loss_of(column.label), config.target_dim)
             model = build_model(row.model, config.num_features, out,
                                 **column.overrides_for(row))
             assert sum(p.numel() for p in model.parameters()) > 0
