@@ -97,11 +97,10 @@ class Zonotope:
         """
         c, G = self.center, self.generators
         Mc, Ml = matrix_center, matrix_generators
-        center = (Mc @ c.unsqueeze(-1)).squeeze(-1)
-        gen_c = G @ Mc.transpose(-1, -2)  # [..., h, m]
-        gen_l = (Ml @ c[..., None, :, None]).squeeze(-1)  # [..., L, m]
-        gen_lh = G.unsqueeze(-3) @ Ml.transpose(-1, -2).unsqueeze(-4)  # [..., L, h, m]
-        gen_lh = gen_lh.flatten(-3, -2)
+        center = torch.einsum('...md,...d->...m', Mc, c)
+        gen_c = torch.einsum('...md,...hd->...hm', Mc, G)
+        gen_l = torch.einsum('...lmd,...d->...lm', Ml, c)
+        gen_lh = torch.einsum('...lmd,...hd->...lhm', Ml, G).flatten(-3, -2)
         return Zonotope(center, torch.cat([gen_c, gen_l, gen_lh], dim=-2))
 
     def mz_product_budgeted(self, matrix_center: Tensor, matrix_generators: Tensor,
@@ -127,10 +126,11 @@ class Zonotope:
             Zonotope: centres :obj:`[..., m]`, generators :obj:`[..., n_g, m]`.
         """
         c, G = self.center, self.generators
-        center = (matrix_center @ c.unsqueeze(-1)).squeeze(-1)
-        gated = (matrix_generators @ c[..., None, :, None]).squeeze(-1)  # [..., L, m]
+        center = torch.einsum('...md,...d->...m', matrix_center, c)
+        gated = torch.einsum('...lmd,...d->...lm', matrix_generators, c)
         gated = gated * gates.unsqueeze(-1)
-        generators = G @ matrix_center.transpose(-1, -2) + mix @ gated
+        generators = (torch.einsum('...md,...gd->...gm', matrix_center, G) +
+                      torch.einsum('...gl,...lm->...gm', mix, gated))
         return Zonotope(center, generators)
 
     def index_select(self, index: Tensor) -> 'Zonotope':
