@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from mzattn.baselines import build_model
+from mzattn.datasets.modelnet import MODELNET40_CLASSES
 from mzattn.datasets.pixel_clouds import CONSTRUCTION_DIMS
 from mzattn.datasets.qm9 import QM9
 from mzattn.datasets.resnet_features import BACKBONES
@@ -16,6 +17,8 @@ from mzattn.repro.real_data import dataset_root, hold_out, load_real_splits
 from mzattn.repro.runner import grid, run_table
 from mzattn.repro.spec import PROFILES, Column, Profile, Row, TableSpec
 from mzattn.repro.tables import TABLE_MODULES, load_spec
+
+from tests.datasets.test_pointclouds import CUBE_QUADS, CUBE_VERTICES, write_off
 
 REAL_KEYS = ("table26", "table28", "table31", "table32", "table33")
 SIZES = {"num_train": 24, "num_val": 8, "num_test": 8}
@@ -73,6 +76,20 @@ def test_table28_covers_the_paper_grid():
     full = spec.profile("full")
     assert full.num_train is None and full.max_epochs == 100 and full.seeds == (0, 1, 2)
     assert spec.profile("smoke").data == {"num_molecules": 200}
+
+
+def test_table2_point_clouds_classify_in_the_full_profile_only():
+    spec = load_spec("table2")
+    for label, task in (("C", "modelnet40"), ("E", "scanobjectnn")):
+        assert spec.column(label).task == task and real_data.is_real(task)
+        assert (spec.metric_of(label), spec.loss_of(label)) == ("acc", "cross_entropy")
+    assert (spec.metric_of("A"), spec.loss_of("A")) == ("r2", "mse") and spec.mixes_metrics()
+    for profile, labels in (("smoke", "ABDFG"), ("quick", "ABDFG"), ("full", "ABCDEFG")):
+        assert {cell.column.label for cell in grid(spec, profile)} == set(labels)
+    assert spec.paper_label("ST-Large", "E") == ("ST-Large", "E Scan")
+    assert TABLES["table2"].rows["MZAttn (ours)"]["C MN40"].mean == 78.1
+    for row in spec.rows:  # 3 coordinates in, 40 ModelNet40 classes out
+        assert sum(p.numel() for p in build_model(row.model, 3, 40).parameters()) > 0
 
 
 def test_table26_columns_change_the_patience_only():
@@ -235,6 +252,37 @@ def test_classification_trains_with_cross_entropy(tmp_path):
     assert 0.0 <= record["metrics"]["acc"] <= 1.0
     assert record["params"] == sum(p.numel() for p in build_model("standard", 3, 15)
                                    .parameters())
+
+
+def _write_modelnet40(root, num_train=48, num_test=16):
+    # OFF meshes of a cube (airplane) and a 2x1x1 box (bathtub); 38 empty classes.
+    raw = osp.join(root, "modelnet40", "raw")
+    for name in MODELNET40_CLASSES:
+        for split in ("train", "test"):
+            os.makedirs(osp.join(raw, name, split))
+    for i in range(num_train + num_test):
+        name, split = MODELNET40_CLASSES[i % 2], "train" if i < num_train else "test"
+        vertices = [((1 + i % 2) * x, y, z) for x, y, z in CUBE_VERTICES]
+        write_off(osp.join(raw, name, split, f"{name}_{i:04d}.off"), vertices, CUBE_QUADS)
+
+
+def test_table2_column_c_smoke_on_modelnet40_off_files(tmp_path):
+    from mzattn.repro.cells import RunOptions
+
+    _write_modelnet40(str(tmp_path))
+    options = RunOptions(accelerator="cpu", progress=False, data_root=str(tmp_path))
+    (record,) = run_table(load_spec("table2"), "smoke", models=["Deep Sets"], columns=["C"],
+                          out=str(tmp_path / "out"), options=options)
+    assert record["status"] == "ok", record.get("traceback")
+    assert record["config"]["loss"] == "cross_entropy" and record["config"]["task"] == "modelnet40"
+    acc = record["metrics"]["acc"]
+    assert 0.0 <= acc <= 1.0 and "r2" not in record["metrics"]
+    assert record["params"] == sum(p.numel() for p in build_model("deep-sets", 3, 40)
+                                   .parameters())
+    report = (tmp_path / "out" / "table2" / "report.md").read_text()
+    assert "| Model | Setting | Metric | Ours | Paper | Ours − paper | Ours MSE |" in report
+    assert (f"| Deep Sets | C | accuracy | {acc:.4g} ± 0 (1 seed) | 40.6 ± 1.0% | "
+            f"{100 * acc - 40.6:+.3g} pp | — |") in report
 
 
 # ----------------------------------------------------------------- claims

@@ -119,6 +119,36 @@ def test_a_column_may_set_its_own_metric_and_loss():
         mixed.metric_of("E")
 
 
+def _table2_results(accuracies, mz_a=(0.85, 2.5)):
+    from mzattn.repro.table02_main import SPEC as TABLE2
+    def record(row, column, metrics):
+        return {"status": "ok", "profile": "full", "params": 1000, "metrics": metrics,
+                "config": {"row": row, "column": column}}
+    records = [record("MZAttn (ours)", "A", {"r2": mz_a[0], "mse": mz_a[1]})]
+    records += [record(*cell, {"acc": acc, "loss": 1.0}) for cell, acc in accuracies.items()]
+    return Results(TABLE2, records)
+
+
+def test_table2_report_mixes_r2_and_accuracy_in_the_papers_units():
+    from mzattn.repro.report import render
+    accuracies = {("MZAttn (ours)", "C"): 0.8, ("ST-Large", "C"): 0.82,
+                  ("MZAttn (ours)", "E"): 0.7, ("ST-Large", "E"): 0.72}
+    results = _table2_results(accuracies)
+    text = render(results.spec, results)
+    assert "| Model | Setting | Metric | Ours | Paper | Ours − paper | Ours MSE |" in text
+    assert "| MZAttn (ours) | A | R² | 0.85 ± 0 (1 seed) | 0.839 ± 0.005 | +0.011 | 2.5 |" in text
+    assert ("| MZAttn (ours) | C | accuracy | 0.8 ± 0 (1 seed) | 78.1 ± 0.7% | +1.9 pp | — |"
+            in text)
+    assert "| ST-Large | E | accuracy | 0.72 ± 0 (1 seed) | 72.9 ± 2.4% | -0.9 pp | — |" in text
+    claim = next(c for c in results.spec.claims if "point-cloud" in c.text)
+    assert claim.check(results).status == REPRODUCED
+    for changed in ({("MZAttn (ours)", "E"): 0.68},  # 4 pp behind ST-Large
+                    {("Deep Sets", "C"): 0.83}):  # a model run beats ST-Large
+        assert claim.check(_table2_results(accuracies | changed)).status == NOT_REPRODUCED
+    del accuracies[("ST-Large", "E")]
+    assert claim.check(_table2_results(accuracies)).status == NOT_RUN
+
+
 def test_demo_runs_three_models_at_d8(tmp_path, data_root, capsys):
     from mzattn.repro.demo import demo_spec
     spec = demo_spec()
