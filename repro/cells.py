@@ -180,13 +180,20 @@ def _callbacks(profile: Profile, ckpt_dir: str, progress: bool) -> list[pl.Callb
     return callbacks if progress else [*callbacks, EpochLogger()]
 
 
-def _build(spec: TableSpec, cell: Cell, profile: Profile,
-           options: RunOptions) -> tuple[SetModule, SetDataModule]:
-    from mzattn.baselines import build_model
-    data = SetDataModule(cell.column.task, seed=cell.seed,
+def cell_data(cell: Cell, profile: Profile, options: RunOptions) -> SetDataModule:
+    r"""The data of :obj:`cell` as it trains: its task and seed with the
+    split sizes of :obj:`profile` (the column's, :func:`column_profile`),
+    the column's overrides, and the cache root of :obj:`options`."""
+    return SetDataModule(cell.column.task, seed=cell.seed,
                          overrides=task_overrides(profile, cell.column),
                          normalize=cell.column.normalize, batch_size=profile.batch_size,
                          num_workers=options.num_workers, root=options.data_root)
+
+
+def _build(spec: TableSpec, cell: Cell, profile: Profile,
+           options: RunOptions) -> tuple[SetModule, SetDataModule]:
+    from mzattn.baselines import build_model
+    data = cell_data(cell, profile, options)
     train, loss = data.train_dataset, spec.loss_of(cell.column.label)
     num_classes = getattr(train, "num_classes", None) if loss == "cross_entropy" else None
     out = output_channels(loss, data.target_dim, num_classes)
