@@ -10,6 +10,7 @@ r"""The :obj:`mzattn-repro` command (also :obj:`python -m mzattn.repro`).
     mzattn-repro docker build|run TABLE    # the CUDA image (docker-py)
     mzattn-repro env                       # environment information
     mzattn-repro bench                     # speed and memory benchmarks
+    mzattn-repro datagen [TABLE ...]       # generate (cache) and time a profile's data
 """
 import argparse
 import importlib
@@ -18,13 +19,15 @@ import sys
 
 from .tables import TABLE_MODULES, list_tables, load_spec
 
-COMMANDS = ("list", "report", "demo", "models", "docker", "env", "bench", "table30", "analysis")
+COMMANDS = ("list", "report", "demo", "models", "docker", "env", "bench", "table30", "analysis",
+            "datagen")
 _DELEGATED = {  # command -> (module, function taking the remaining argv)
     "docker": ("mzattn.repro.docker_driver", "cli"),
     "env": ("mzattn.repro.envinfo", "cli"),
     "bench": ("mzattn.bench.cli", "cli"),
     "table30": ("mzattn.bench.cli", "table30_cli"),
     "analysis": ("mzattn.repro.analysis", "cli"),
+    "datagen": ("mzattn.repro.datagen", "cli"),
 }
 
 
