@@ -91,3 +91,13 @@ def test_gates_follow_the_set_summary():
     assert gamma.abs().max() <= 1
     assert repr(attn) == ('MZMultiheadAttention(8, heads=2, num_generators=2, '
                           'num_matrix_generators=3, summary=moment, backend=auto)')
+
+
+def test_dropout_acts_on_the_centre_ffn_only():
+    from mzlayers.mz_blocks import ZonotopeFeedForward
+    ffn = ZonotopeFeedForward(8, 16, dropout=0.5).train()
+    z = Zonotope(torch.randn(20, 8), torch.randn(20, 3, 8))
+    first, second = ffn(z), ffn(z)
+    assert not torch.equal(first.center, second.center)  # centre FFN: random masks
+    assert torch.equal(first.generators, second.generators)  # generator FFN: none
+    assert torch.equal(first.generators, ffn.eval()(z).generators)
