@@ -84,8 +84,21 @@ def run_table30(device, scale: float, repeats: int, memory: bool) -> dict:
             jobs = {m: dict(model=m, config=config, mode=mode, scale=scale,
                             device=str(device)) for m in overhead.MODELS}
             entry[mode] = _measure(overhead, jobs, steps, device, repeats, memory)
+        entry['block'] = _measure_blocks(config, device, scale, repeats, memory)
         results[config] = entry
     return results
+
+
+def _measure_blocks(config: str, device, scale: float, repeats: int, memory: bool) -> dict:
+    r"""One MZ-ISAB vs one ISAB forward + backward on the batch of :obj:`config`."""
+    torch.manual_seed(0)
+    channels = overhead.CONFIGS[config][0]
+    data = overhead.block_inputs(config, device, scale)
+    steps = {b: train_step(overhead.make_block(b, channels).to(device), data)
+             for b in overhead.BLOCKS}
+    jobs = {b: dict(model=b, config=config, mode='train', scale=scale, device=str(device))
+            for b in overhead.BLOCKS}
+    return _measure(overhead, jobs, steps, device, repeats, memory)
 
 
 def run_scaling(device, scale: float, repeats: int, memory: bool) -> dict:

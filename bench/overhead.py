@@ -2,7 +2,8 @@ r"""Suite 2 (the paper's Table 30): cost of MZ-Full relative to the standard
 Set Transformer at the Small (d=64, n=30), Medium (d=128, n=50) and Large
 (d=256, n=100) configurations, batch 64 — parameter, inference-time,
 training-step-time and peak-memory ratios beside the paper's, plus the FLOP
-ratio of one ISAB block counted on our exact layers."""
+ratio of one ISAB block counted on our exact layers, and the time and peak
+memory of one MZ-ISAB forward + backward against a standard ISAB."""
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -13,6 +14,10 @@ from .workloads import ragged
 CONFIGS = {'small': (64, 30), 'medium': (128, 50), 'large': (256, 100)}
 BATCH, IN_CHANNELS = 64, 8
 MODELS = ('standard', 'mz-full')
+BLOCKS = ('isab', 'mz-isab')
+#: Target of one MZ-ISAB forward + backward: at most this many times the peak
+#: memory of a standard ISAB on the same batch.
+BLOCK_MEMORY_TARGET = 2.5
 #: Table 30 of the paper (RTX 5090, batch 64), ratios MZ / Standard.
 PAPER_RATIOS = {'params': 1.9, 'inference': 2.4, 'train': 2.2, 'memory': 2.5}
 
@@ -22,6 +27,20 @@ def make_model(name: str, channels: int) -> torch.nn.Module:
     if name == 'standard':
         return SetTransformer(IN_CHANNELS, 1, **kw)
     return MZSetTransformer(IN_CHANNELS, 1, num_generators=8, num_matrix_generators=4, **kw)
+
+
+def make_block(name: str, channels: int) -> torch.nn.Module:
+    r"""One encoder block at the default configuration (16 inducing points,
+    4 heads, :math:`d_{ff} = 2d`; MZ: :math:`n_g = 8`, :math:`L = 4`)."""
+    if name == 'isab':
+        return ISAB(channels, 16, 4, 2 * channels)
+    return MZISAB(channels, 16, heads=4, ff_channels=2 * channels)
+
+
+def block_inputs(config: str, device: torch.device, scale: float = 1.0):
+    r"""The batch of :func:`inputs` with features of the block width."""
+    x, batch, num_sets = inputs(config, device, scale)
+    return torch.randn(x.size(0), CONFIGS[config][0], device=device), batch, num_sets
 
 
 def inputs(config: str, device: torch.device, scale: float = 1.0):
@@ -34,8 +53,7 @@ def isab_flop_ratio(channels: int, n: int) -> float:
     r"""FLOPs of one forward of :class:`MZISAB` (n_g=8, L=4) over
     :class:`ISAB` on one set of :obj:`n` elements."""
     flops = []
-    for block in (ISAB(channels, 16, 4, 2 * channels),
-                  MZISAB(channels, 16, heads=4, ff_channels=2 * channels)):
+    for block in (make_block(name, channels) for name in BLOCKS):
         x = torch.randn(n, channels)
         with FlopCounterMode(display=False) as counter:
             block(x)
@@ -62,6 +80,10 @@ def build(job: dict):
     device = torch.device(job.get('device', 'cpu'))
     torch.manual_seed(0)
     channels = CONFIGS[job['config']][0]
-    model = make_model(job['model'], channels).to(device)
-    data = inputs(job['config'], device, job.get('scale', 1.0))
+    if job['model'] in BLOCKS:
+        model = make_block(job['model'], channels).to(device)
+        data = block_inputs(job['config'], device, job.get('scale', 1.0))
+    else:
+        model = make_model(job['model'], channels).to(device)
+        data = inputs(job['config'], device, job.get('scale', 1.0))
     return (train_step if job['mode'] == 'train' else inference_step)(model, data)

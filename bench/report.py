@@ -3,7 +3,7 @@ measured in the same run)."""
 import os
 import tempfile
 
-from .overhead import PAPER_RATIOS
+from .overhead import BLOCK_MEMORY_TARGET, PAPER_RATIOS
 from .set_pooling import BASELINE
 
 BEGIN, END = '<!-- bench:begin -->', '<!-- bench:end -->'
@@ -71,6 +71,23 @@ def _table30(result: dict) -> list[str]:
         lines.append(f"\nTarget (Small, {result['environment']['device']}): training-step "
                      f"ratio within 1.25× of the FLOP ratio — measured {measured:.2f}× vs "
                      f"bound {bound:.2f}×: **{verdict}**.")
+    return lines + _blocks(result)
+
+
+def _blocks(result: dict) -> list[str]:
+    lines = ['', 'One MZ-ISAB vs one standard ISAB, forward + backward on the same batch '
+             f'(target: peak memory ≤ {BLOCK_MEMORY_TARGET}×):', '',
+             '| config | ISAB step (ms) | MZ-ISAB step (ms) | time | ISAB peak (MB) | '
+             'MZ-ISAB peak (MB) | memory | target |',
+             '| --- | --- | --- | --- | --- | --- | --- | --- |']
+    for config, e in result['results'].items():
+        isab, mz = e['block']['isab'], e['block']['mz-isab']
+        peaks = isab.get('peak_bytes'), mz.get('peak_bytes')
+        met = '—' if None in peaks else \
+            ('met' if peaks[1] <= BLOCK_MEMORY_TARGET * peaks[0] else 'not met')
+        lines.append(f"| {config} | {isab['median_s'] * 1e3:.1f} | {mz['median_s'] * 1e3:.1f} | "
+                     f"{_ratio(mz['median_s'], isab['median_s'])} | {_mb(peaks[0])} | "
+                     f"{_mb(peaks[1])} | {_ratio(peaks[1], peaks[0])} | {met} |")
     return lines
 
 

@@ -23,6 +23,7 @@ def test_bench_runs_at_tiny_size(tmp_path):
     assert set(table30) == {'small', 'medium', 'large'}
     assert table30['small']['params']['mz-full'] > table30['small']['params']['standard']
     assert table30['small']['model_flop_ratio'] > 1
+    assert set(table30['small']['block']) == {'isab', 'mz-isab'}
     summary = (out / 'summary.md').read_text()
     assert 'Set pooling stack vs PyG' in summary and 'paper (RTX 5090)' in summary
 
@@ -55,6 +56,7 @@ def test_table30_report(tmp_path):
     report = (tmp_path / 'table30' / 'report.md').read_text()
     assert 'paper (RTX 5090) | 1.9×' in report and '| small |' in report
     assert 'Target (Small, cpu)' in report
+    assert 'One MZ-ISAB vs one standard ISAB' in report
 
 
 def test_epoch_suite_at_tiny_size(tmp_path):
