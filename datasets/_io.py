@@ -262,15 +262,27 @@ KCENTER_K = 5
 KNN_K = 5
 #: Geometric set targets of Tables 31-32, by name, computed with
 #: :mod:`mzattn.datasets.synthetic.geometry` (name of the function, extra
-#: arguments).
+#: arguments); the k-NN radius is the median over the points (Table 32:
+#: "k=5 median k-NN radius").
 GEOMETRIC_TARGETS: dict[str, tuple[str, tuple[int, ...]]] = {
     "meb": ("meb_radius", ()),
     "hull": ("hull_volume", ()),
     "mst": ("mst_weight", ()),
     "diameter": ("diameter", ()),
     "furthest": ("furthest_first_cost", (KCENTER_K,)),
-    "knn_radius": ("knn_radius", (KNN_K,)),
+    "knn_radius": ("knn_radius", (KNN_K, "median")),
 }
+
+
+TARGETS_VERSION = 2
+r"""Version of the target definitions, part of every processed file name that
+stores targets (2: the k-NN radius became the median over the points)."""
+
+
+def targets_tag(targets: Sequence[str]) -> str:
+    r"""The processed-file tag of a target selection (names and
+    :obj:`TARGETS_VERSION`)."""
+    return "-".join(targets) + f"_t{TARGETS_VERSION}"
 
 
 def check_geometric_targets(targets: Sequence[str]) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from ._io import (
     check_geometric_targets,
     geometric_targets,
     load_images,
+    targets_tag,
 )
 
 SOURCES: tuple[str, ...] = ("digits", *IMAGE_SOURCES)
@@ -242,7 +243,7 @@ class PixelClouds(SummarizedDataset):
         sets = "all" if self.num_sets is None else self.num_sets
         stem = (f"pixelclouds_{self.source}_{self.construction}_{self.split}"
                 f"_affine{self.affine_scale}_mix{self.mixture}_n{size}_sets{sets}"
-                f"_thr{self.threshold}_s{self.seed}_{'-'.join(self.targets)}_v{self.VERSION}")
+                f"_thr{self.threshold}_s{self.seed}_{targets_tag(self.targets)}_v{self.VERSION}")
         return [f"{stem}.pt", f"{stem}_summary.json"]
 
     def download(self) -> None:

@@ -17,6 +17,7 @@ from ._io import (
     check_geometric_targets,
     geometric_targets,
     load_images,
+    targets_tag,
 )
 
 #: ImageNet weights per backbone: torchvision builder, weights enum member,
@@ -222,7 +223,7 @@ class ResNetFeatureClouds(SummarizedDataset):
     @property
     def processed_file_names(self) -> list[str]:
         stem = os.path.basename(self._features_path)[len("features_"):-len(".pt")]
-        stem = f"clouds_{stem}_{'-'.join(self.targets)}"
+        stem = f"clouds_{stem}_{targets_tag(self.targets)}"
         return [f"{stem}.pt", f"{stem}_summary.json"]
 
     def download(self) -> None:

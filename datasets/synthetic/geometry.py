@@ -240,20 +240,29 @@ def chamfer_distance(A, B) -> float:
     return float(D.min(1).mean() + D.min(0).mean())
 
 
-def knn_radius(P, k: int) -> float:
-    r"""Mean over the points of :obj:`P` [n, d] of the Euclidean distance to
-    their :obj:`k`-th nearest other point (the set's :math:`k`-NN radius).
+def knn_radius(P, k: int, reduce: str = "mean") -> float:
+    r"""Mean (or median) over the points of :obj:`P` [n, d] of the Euclidean
+    distance to their :obj:`k`-th nearest other point (the set's
+    :math:`k`-NN radius).  Table 24 does not name the reduction (we use the
+    mean); Table 32 uses the median.
 
     Args:
         P (numpy.ndarray): Points of shape :obj:`[n, d]`.
         k (int): Neighbour rank, :obj:`1 <= k <= n - 1`.
+        reduce (str, optional): ``"mean"`` or ``"median"`` over the points.
+            (default: ``"mean"``)
     """
     P = as_points(P)
     k = check_int("k", k, minimum=1, maximum=len(P) - 1,
                   reason=f"a point has only n - 1 = {len(P) - 1} other points")
+    if reduce not in _REDUCTIONS:
+        raise ValueError(f"'reduce' must be one of {sorted(_REDUCTIONS)} (got {reduce!r})")
     D = squareform(pdist(P))
     np.fill_diagonal(D, np.inf)
-    return float(np.partition(D, k - 1, axis=1)[:, k - 1].mean())
+    return float(_REDUCTIONS[reduce](np.partition(D, k - 1, axis=1)[:, k - 1]))
+
+
+_REDUCTIONS = {"mean": np.mean, "median": np.median}
 
 
 def k_smallest_sum(P, k: int) -> float:

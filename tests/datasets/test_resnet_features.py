@@ -131,3 +131,12 @@ def test_resnet_feature_clouds(fake_cifar, fake_hub):
         ResNetFeatureClouds(root, targets=["hull"])
     with pytest.raises(ValueError, match="image_size"):
         ResNetFeatureClouds(root, image_size=32)
+
+
+def test_table32_knn_radius_is_the_median_over_points():
+    from mzattn.datasets.synthetic import knn_radius
+    points = torch.randn(16, 6, dtype=torch.float64)
+    value = geometric_targets(points, ["knn_radius"]).item()
+    P = points.numpy()
+    assert value == pytest.approx(knn_radius(P, 5, "median"), rel=1e-6)
+    assert value != pytest.approx(knn_radius(P, 5, "mean"), rel=1e-6)

@@ -214,6 +214,9 @@ def test_knn_radius_brute_force(k):
     radii = [sorted(_dist(p, q) for j, q in enumerate(P) if j != i)[k - 1]
              for i, p in enumerate(P)]
     assert knn_radius(P, k) == pytest.approx(np.mean(radii), rel=1e-12)
+    assert knn_radius(P, k, "median") == pytest.approx(np.median(radii), rel=1e-12)
+    with pytest.raises(ValueError, match="'reduce' must be one of"):
+        knn_radius(P, k, "max")
 
 
 @pytest.mark.parametrize("k", [1, 5, 45])
