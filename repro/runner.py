@@ -63,9 +63,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", choices=PROFILES, default="quick",
                         help="smoke (seconds), quick (2-core CPU), full (paper protocol)")
     parser.add_argument("--models", type=_names, default=None,
-                        help="comma-separated row labels or registry names (default: all)")
+                        help="comma-separated row labels or registry names "
+                             "(default: the profile's, else all)")
     parser.add_argument("--columns", type=_names, default=None,
-                        help="comma-separated column labels (default: all)")
+                        help="comma-separated column labels (default: the profile's, else all)")
     parser.add_argument("--seeds", type=_seeds, default=None,
                         help="comma-separated seeds (default: the profile's)")
     parser.add_argument("--out", default="results", help="results folder (default: results)")
