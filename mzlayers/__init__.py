@@ -14,6 +14,7 @@ from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.mz_attention import MZMultiheadAttention
 from mzlayers.mz_blocks import MZISAB, MZMAB, MZPMA, MZSAB, ZonotopeLayerNorm
 from mzlayers.mz_set_transformer import MZSetTransformer, MZSetTransformerEncoder
+from mzlayers.pooling_head import PoolingHead
 from mzlayers.set_transformer import SetTransformer
 from mzlayers.summary import SetSummary
 from mzlayers.zonotope import Zonotope
@@ -31,6 +32,7 @@ __all__ = [
     'SAB',
     'ISAB',
     'PMA',
+    'PoolingHead',
     'SetTransformer',
     'ZonotopeEmbedding',
     'SetSummary',
