@@ -3,12 +3,10 @@ r"""The standard Set Transformer (Lee et al., 2019) on flat PyG batches."""
 import torch
 from torch import Tensor
 from torch.nn import Linear, ModuleList
-from torch_geometric.nn import MLP
 
-from mzlayers._validate import check_choice, resolve_layout
-from mzlayers.blocks import ISAB, PMA, SAB
-
-POOLINGS = ('pma', 'mean')
+from mzlayers._validate import resolve_layout
+from mzlayers.blocks import ISAB
+from mzlayers.pooling_head import PoolingHead
 
 
 class SetTransformer(torch.nn.Module):
@@ -22,7 +20,8 @@ class SetTransformer(torch.nn.Module):
     The default configuration (:math:`d = 64`, :math:`H = 4`,
     :math:`d_{ff} = 128`, :math:`m = 16`, two ISABs, :math:`k = 1`, one SAB)
     has about 208K parameters; :obj:`pooling='mean'` replaces PMA and the
-    decoder by a mean over the set (the paper's mean-pool head).
+    decoder by a mean over the set (the paper's mean-pool head).  PMA, the
+    decoder and the MLP are the :class:`~mzlayers.PoolingHead`.
 
     Args:
         in_channels (int): Input feature size.
@@ -64,30 +63,23 @@ class SetTransformer(torch.nn.Module):
         backend: str = 'auto',
     ):
         super().__init__()
-        check_choice('pooling', pooling, POOLINGS)
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.channels = channels
         self.pooling = pooling
-        self.num_seed_points = num_seed_points if pooling == 'pma' else 1
         args = dict(heads=heads, ff_channels=ff_channels, layer_norm=layer_norm,
                     dropout=dropout, backend=backend)
         self.lin_in = Linear(in_channels, channels)
         self.encoders = ModuleList([ISAB(channels, num_induced_points, **args)
                                     for _ in range(num_encoder_blocks)])
-        self.pma = PMA(channels, num_seed_points, **args) if pooling == 'pma' else None
-        self.decoders = ModuleList([SAB(channels, **args) for _ in range(
-            num_decoder_blocks if pooling == 'pma' else 0)])
-        self.head = MLP([self.num_seed_points * channels, channels, out_channels],
-                        norm=None)
+        self.head = PoolingHead(channels, out_channels, num_seed_points,
+                                num_decoder_blocks, pooling, **args)
         self.reset_parameters()
 
     def reset_parameters(self):
         self.lin_in.reset_parameters()
-        for block in [*self.encoders, *self.decoders]:
-            block.reset_parameters()
-        if self.pma is not None:
-            self.pma.reset_parameters()
+        for encoder in self.encoders:
+            encoder.reset_parameters()
         self.head.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
@@ -96,13 +88,7 @@ class SetTransformer(torch.nn.Module):
         h = self.lin_in(x)
         for encoder in self.encoders:
             h = encoder(h, layout=layout)
-        if self.pma is None:
-            return self.head(layout.mean(h))
-        h, _ = self.pma(h, layout=layout)
-        pooled = layout.pooled(self.num_seed_points)
-        for decoder in self.decoders:
-            h = decoder(h, layout=pooled)
-        return self.head(h.view(layout.num_sets, -1))
+        return self.head(h, layout)
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.in_channels}, {self.out_channels}, '

@@ -48,7 +48,7 @@ def test_film_model_swaps_only_the_induced_attentions():
     swapped = [m for m in model.modules() if isinstance(m, FiLMSetAttention)]
     assert len(swapped) == 2
     assert all(isinstance(isab.mab1.attn, FiLMSetAttention) for isab in model.encoders)
-    assert not isinstance(model.pma.mab.attn, FiLMSetAttention)
+    assert not isinstance(model.head.pma.mab.attn, FiLMSetAttention)
 
 
 @pytest.mark.parametrize('rank', [8, 16, 32, 64])
