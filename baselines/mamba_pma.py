@@ -3,11 +3,10 @@ their input order, then the Set Transformer's PMA pooling."""
 import torch
 from mambapy.mamba import Mamba, MambaConfig
 from torch import Tensor
-from torch.nn import Linear, ModuleList
-from torch_geometric.nn import MLP
+from torch.nn import Linear
 from torch_geometric.utils import to_dense_batch
 
-from mzlayers import PMA, SAB
+from mzlayers import PoolingHead
 from mzlayers._validate import resolve_layout
 
 
@@ -67,15 +66,11 @@ class MambaPMA(torch.nn.Module):
         self.out_channels = out_channels
         self.channels = channels
         self.num_layers = num_layers
-        self.num_seed_points = num_seed_points
-        args = dict(heads=heads, ff_channels=ff_channels, dropout=dropout,
-                    backend=backend)
         self.lin_in = Linear(in_channels, channels)
         self.mamba = Mamba(MambaConfig(d_model=channels, n_layers=num_layers))
-        self.pma = PMA(channels, num_seed_points, **args)
-        self.decoders = ModuleList([SAB(channels, **args)
-                                    for _ in range(num_decoder_blocks)])
-        self.head = MLP([num_seed_points * channels, channels, out_channels], norm=None)
+        self.head = PoolingHead(channels, out_channels, num_seed_points,
+                                num_decoder_blocks, heads=heads, ff_channels=ff_channels,
+                                dropout=dropout, backend=backend)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -83,9 +78,6 @@ class MambaPMA(torch.nn.Module):
         # mambapy initialises in its constructors only: copy a fresh draw.
         fresh = Mamba(self.mamba.config).to(self.lin_in.weight.device)
         self.mamba.load_state_dict(fresh.state_dict())
-        self.pma.reset_parameters()
-        for decoder in self.decoders:
-            decoder.reset_parameters()
         self.head.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
@@ -96,11 +88,7 @@ class MambaPMA(torch.nn.Module):
             dense, mask = to_dense_batch(h, layout.batch,
                                          batch_size=layout.num_sets)  # [B, n_max, d]
             h = self.mamba(dense)[mask]  # [N, d], input order kept
-        k = self.num_seed_points
-        h, _ = self.pma(h, layout=layout)
-        for decoder in self.decoders:
-            h = decoder(h, layout=layout.pooled(k))
-        return self.head(h.view(layout.num_sets, -1))
+        return self.head(h, layout)
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.in_channels}, {self.out_channels}, '

@@ -2,9 +2,8 @@ r"""The Perceiver baseline (Jaegle et al., 2021) on flat PyG batches."""
 import torch
 from torch import Tensor
 from torch.nn import Linear, ModuleList, Parameter
-from torch_geometric.nn import MLP
 
-from mzlayers import MAB, PMA, SAB
+from mzlayers import MAB, SAB, PoolingHead
 from mzlayers._validate import resolve_layout
 
 
@@ -65,7 +64,6 @@ class Perceiver(torch.nn.Module):
         self.out_channels = out_channels
         self.channels = channels
         self.num_latents = num_latents
-        self.num_seed_points = num_seed_points
         args = dict(heads=heads, ff_channels=ff_channels, dropout=dropout,
                     backend=backend)
         self.lin_in = Linear(in_channels, channels)
@@ -74,19 +72,16 @@ class Perceiver(torch.nn.Module):
         self.latent_blocks = ModuleList([
             ModuleList([SAB(channels, **args) for _ in range(num_latent_blocks)])
             for _ in range(num_cross_blocks)])
-        self.pma = PMA(channels, num_seed_points, **args)
-        self.decoders = ModuleList([SAB(channels, **args)
-                                    for _ in range(num_decoder_blocks)])
-        self.head = MLP([num_seed_points * channels, channels, out_channels], norm=None)
+        self.head = PoolingHead(channels, out_channels, num_seed_points,
+                                num_decoder_blocks, **args)
         self.reset_parameters()
 
     def reset_parameters(self):
         self.lin_in.reset_parameters()
         torch.nn.init.xavier_uniform_(self.latents)
         latent_blocks = [block for blocks in self.latent_blocks for block in blocks]
-        for block in [*self.cross, *latent_blocks, self.pma, *self.decoders]:
+        for block in [*self.cross, *latent_blocks, self.head]:
             block.reset_parameters()
-        self.head.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None) -> Tensor:
@@ -98,12 +93,7 @@ class Perceiver(torch.nn.Module):
             z = cross(z, h, layout, None if t == 0 else latent_layout)  # [B * m, d]
             for block in blocks:
                 z = block(z, layout=latent_layout)
-        k = self.num_seed_points
-        z, _ = self.pma(z, layout=latent_layout)
-        z = z * layout.pooled_mask(k)
-        for decoder in self.decoders:
-            z = decoder(z, layout=layout.pooled(k))
-        return self.head(z.view(layout.num_sets, -1))
+        return self.head(z, layout, key_layout=latent_layout)  # empty sets pool to 0
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.in_channels}, {self.out_channels}, '
