@@ -144,6 +144,13 @@ def _environment(device: torch.device) -> dict:
             if device.type == 'cuda' else None}
 
 
+def _run_suite(suite: str, args, device: torch.device, scale: float) -> dict:
+    kwargs = {'models': args.models.split(',')} if suite == 'epoch' and args.models else {}
+    return {'environment': _environment(device), 'size': args.size,
+            'results': RUNNERS[suite](device, scale, args.repeats, not args.no_memory,
+                                      **kwargs)}
+
+
 def cli(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog='mzattn-repro bench',
                                      description='speed and memory benchmarks')
@@ -154,6 +161,9 @@ def cli(argv: list[str]) -> int:
     parser.add_argument('--no-memory', action='store_true')
     parser.add_argument('--models', default=None, help='epoch suite: registry names')
     parser.add_argument('--out', default=os.path.join('bench', 'results'))
+    parser.add_argument('--render', action='store_true',
+                        help='measure nothing: rebuild summary.md (and --readme) from the '
+                             'JSON files of --suites already in --out')
     parser.add_argument('--readme', default=None,
                         help='also splice the tables into this README')
     args = parser.parse_args(argv)
@@ -166,13 +176,13 @@ def cli(argv: list[str]) -> int:
     os.makedirs(args.out, exist_ok=True)
     sections = []
     for suite in suites:
-        kwargs = {'models': args.models.split(',')} if suite == 'epoch' and args.models \
-            else {}
-        result = {'environment': _environment(device), 'size': args.size,
-                  'results': RUNNERS[suite](device, scale, args.repeats,
-                                            not args.no_memory, **kwargs)}
-        write_text_atomic(os.path.join(args.out, f'{suite}.json'),
-                          json.dumps(result, indent=2, default=str))
+        path = os.path.join(args.out, f'{suite}.json')
+        if args.render:
+            with open(path) as f:
+                result = json.load(f)
+        else:
+            result = _run_suite(suite, args, device, scale)
+            write_text_atomic(path, json.dumps(result, indent=2, default=str))
         sections.append(render_suite(suite, result))
         print(sections[-1])
     write_text_atomic(os.path.join(args.out, 'summary.md'), '\n\n'.join(sections) + '\n')

@@ -26,6 +26,10 @@ def test_bench_runs_at_tiny_size(tmp_path):
     assert set(table30['small']['block']) == {'isab', 'mz-isab'}
     summary = (out / 'summary.md').read_text()
     assert 'Set pooling stack vs PyG' in summary and 'paper (RTX 5090)' in summary
+    (out / 'summary.md').unlink()
+    assert cli(['--render', '--out', str(out), '--suites', 'table30,scaling']) == 0
+    rendered = (out / 'summary.md').read_text()
+    assert 'paper (RTX 5090)' in rendered and 'Set pooling stack vs PyG' not in rendered
 
 
 def test_peak_memory_is_measured_in_a_child_process():
