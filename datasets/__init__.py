@@ -1,6 +1,7 @@
 r"""Datasets of the paper: synthetic tasks with exact ground truth
 (:mod:`mzattn.datasets.synthetic`) and loaders for real data (QM9,
-ModelNet40, ScanObjectNN, ResNet-feature and pixel point clouds).
+ModelNet40, ScanObjectNN, ResNet-feature and pixel point clouds, the
+Neural-Process image completion and tabular meta-regression episodes).
 
 Import-light: the loaders are imported on first access."""
 import importlib
@@ -13,6 +14,9 @@ _LAZY = {
     "ScanObjectNN": "scanobjectnn",
     "ResNetFeatureClouds": "resnet_features",
     "PixelClouds": "pixel_clouds",
+    "EpisodeSets": "episodes",
+    "ImageCompletion": "image_completion",
+    "TabularMetaRegression": "tabular_meta_regression",
     "RandomYRotateJitter": "_io",
 }
 
