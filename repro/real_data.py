@@ -1,6 +1,8 @@
 r"""Real datasets for the reproduction harness: QM9 (Table 28), ModelNet40 and
-ScanObjectNN (Table 2, Tasks C and E), pixel point clouds (Table 31) and
-ResNet-feature point clouds (Tables 26, 31-33).
+ScanObjectNN (Table 2, Tasks C and E), pixel point clouds (Table 31),
+ResNet-feature point clouds (Tables 26, 31-33), and the Neural-Process image
+completion and tabular meta-regression of the negative-transfer study
+(App. D.5.6).
 
 A table column names a provider of :obj:`REAL_DATASETS` as its :obj:`task`;
 :class:`~mzattn.repro.datamodule.SetDataModule` then calls
@@ -11,9 +13,10 @@ keyword arguments.
 
 Nothing is downloaded. Data that must be downloaded by hand raises a
 :class:`FileNotFoundError` naming the missing files and their URL; the
-option :obj:`stand_in=True` of the pixel and ResNet providers replaces such
-data by an offline stand-in (scikit-learn's digits, random-weight ResNets),
-used by the smoke profiles.
+option :obj:`stand_in=True` of the pixel, ResNet, image-completion and
+tabular providers replaces such data by an offline stand-in (scikit-learn's
+digits, random-weight ResNets, scikit-learn's diabetes table), used by the
+smoke profiles.
 """
 import functools
 import os
@@ -68,7 +71,9 @@ class SetSplit(Dataset):
     :class:`mzattn.datasets.synthetic.SyntheticSetDataset`).
 
     Args:
-        items (list[Data]): The sets, targets already normalised.
+        items (Sequence[Data]): The sets, targets already normalised: a list,
+            or a dataset that builds them on access
+            (:class:`~mzattn.datasets.episodes.EpisodeSets`).
         target_mean (Tensor): Mean subtracted from the targets :obj:`[T]`.
         target_std (Tensor): Scale the targets were divided by :obj:`[T]`.
         num_classes (int, optional): Classes of a classification dataset
@@ -78,7 +83,7 @@ class SetSplit(Dataset):
     """
     def __init__(
         self,
-        items: list[Data],
+        items: Sequence[Data],
         target_mean: Tensor,
         target_std: Tensor,
         num_classes: int | None = None,
@@ -338,12 +343,131 @@ def resnet_features(*, seed: int, root: str | None, normalize: bool,
                              normalize)
 
 
+def _fixed_scale_splits(task: str, normalize: bool, *splits: Sequence[Data]
+                        ) -> tuple[SetSplit, SetSplit, SetSplit]:
+    # Episode targets come on their own scale (pixel intensities, targets
+    # standardised per table): the splits carry the identity statistics.
+    if normalize:
+        raise ValueError(f"'normalize' must be False for {task}: its targets are already on "
+                         f"a fixed scale")
+    zero, one = torch.zeros(1), torch.ones(1)
+    return tuple(SetSplit(split, zero, one) for split in splits)
+
+
+def _episodes(num_sets: int | None, per_episode: int) -> int | None:
+    # Episodes holding num_sets sets of per_episode sets each.
+    return None if num_sets is None else -(-num_sets // per_episode)
+
+
+def _first_sets(dataset, num_sets: int | None):
+    return dataset if num_sets is None else dataset[:num_sets]
+
+
+def image_completion(*, seed: int, root: str | None, normalize: bool, source: str = "mnist",
+                     num_context: int | None = None, num_targets: int | None = None,
+                     num_train: int | None = None, num_val: int | None = None,
+                     num_test: int | None = None, stand_in: bool = False
+                     ) -> tuple[SetSplit, SetSplit, SetSplit]:
+    r"""Neural-Process image completion (App. D.5.6) of
+    :class:`mzattn.datasets.ImageCompletion`: one set per target pixel.
+    Validation images are held out of the training file (:func:`hold_out`
+    over images); a split of :math:`n` sets is the first :math:`n` sets of
+    :math:`\lceil n / T \rceil` images (every image when no sizes are
+    given). Targets are intensities in :math:`[0, 1]`, never normalised.
+    :obj:`stand_in` swaps the source for scikit-learn's digits (offline,
+    with the digits' :math:`K, T` unless given)."""
+    from mzattn.datasets import ImageCompletion
+    from mzattn.datasets.image_completion import EPISODE_SIZES, source_images
+
+    _check_sizes(num_train, num_val, num_test)
+    source = "digits" if stand_in else source
+    if source not in EPISODE_SIZES:
+        raise ValueError(f"'source' must be one of {sorted(EPISODE_SIZES)} (got {source!r})")
+    per_image = EPISODE_SIZES[source][1] if num_targets is None else num_targets
+    folder = dataset_root("images", root)
+    count = len(source_images(source, osp.join(folder, "raw"), True))
+    train, val = hold_out(count, _episodes(num_val, per_image), _episodes(num_train, per_image))
+    num_test_images = _episodes(num_test, per_image)
+    test = None if num_test_images is None else range(num_test_images)
+
+    def build(train_file: bool, images, num_sets: int | None):
+        return _first_sets(ImageCompletion(folder, source, train=train_file,
+                                           num_context=num_context, num_targets=num_targets,
+                                           images=images, seed=SPLIT_SEED), num_sets)
+
+    return _fixed_scale_splits("image_completion", normalize, build(True, train, num_train),
+                               build(True, val, num_val), build(False, test, num_test))
+
+
+TABULAR_SPLITS = ("same-distribution", "held-out-dataset")
+r"""The two splits of the tabular meta-regression (App. D.5.6): test
+episodes from the test rows of the training tables, or from other tables."""
+
+TABULAR_EPISODES = (2000, 200, 400)
+r"""Train/val/test episodes of the tabular meta-regression when no sizes are
+given (the paper does not say)."""
+
+TABULAR_EPISODE = (50, 50)
+r"""Context and query rows :math:`(K, T)` of a tabular episode (App. D.5.6)."""
+
+STAND_IN_TABULAR_EPISODE = (16, 4)
+r""":math:`(K, T)` of the diabetes-only stand-in: a quarter of its 442 rows
+holds little more than the paper's 100 rows of an episode."""
+
+
+def tabular_meta_regression(*, seed: int, root: str | None, normalize: bool,
+                            split: str = "same-distribution", num_context: int | None = None,
+                            num_targets: int | None = None, num_train: int | None = None,
+                            num_val: int | None = None, num_test: int | None = None,
+                            stand_in: bool = False) -> tuple[SetSplit, SetSplit, SetSplit]:
+    r"""Few-shot tabular meta-regression (App. D.5.6) of
+    :class:`mzattn.datasets.TabularMetaRegression`, one set per query row:
+    train and val episodes from the train/val rows of the training tables
+    (:obj:`TRAIN_TABLES`), test episodes from their test rows
+    (:obj:`"same-distribution"`) or from the test rows of the held-out
+    tables (:obj:`"held-out-dataset"`, :obj:`TEST_TABLES`). A split of
+    :math:`n` sets is the first :math:`n` sets of :math:`\lceil n / T
+    \rceil` episodes (:obj:`TABULAR_EPISODES` when no sizes are given).
+    Targets are standardised per table by the dataset, never here.
+    :obj:`num_context` and :obj:`num_targets` default to
+    :obj:`TABULAR_EPISODE`. :obj:`stand_in` restricts the tables to
+    scikit-learn's diabetes (offline; the same-distribution split only;
+    :obj:`STAND_IN_TABULAR_EPISODE` by default)."""
+    from mzattn.datasets import TabularMetaRegression
+    from mzattn.datasets.tabular_meta_regression import TEST_TABLES, TRAIN_TABLES
+
+    _check_sizes(num_train, num_val, num_test)
+    if split not in TABULAR_SPLITS:
+        raise ValueError(f"'split' must be one of {TABULAR_SPLITS} (got {split!r})")
+    if stand_in and split != "same-distribution":
+        raise ValueError("'split' must be 'same-distribution' with 'stand_in': the held-out "
+                         "tables are OpenML CSVs the user downloads")
+    train_tables = ("diabetes",) if stand_in else TRAIN_TABLES
+    test_tables = train_tables if split == "same-distribution" else TEST_TABLES
+    default = STAND_IN_TABULAR_EPISODE if stand_in else TABULAR_EPISODE
+    num_context = default[0] if num_context is None else num_context
+    num_targets = default[1] if num_targets is None else num_targets
+    folder = dataset_root("openml", root)
+
+    def build(tables: tuple[str, ...], part: str, num_sets: int | None, default: int):
+        episodes = _episodes(num_sets, num_targets) or default
+        return _first_sets(TabularMetaRegression(
+            folder, tables, part, episodes, num_context, num_targets, seed=SPLIT_SEED), num_sets)
+
+    return _fixed_scale_splits("tabular_meta_regression", normalize,
+                               build(train_tables, "train", num_train, TABULAR_EPISODES[0]),
+                               build(train_tables, "val", num_val, TABULAR_EPISODES[1]),
+                               build(test_tables, "test", num_test, TABULAR_EPISODES[2]))
+
+
 REAL_DATASETS: dict[str, Callable[..., tuple[SetSplit, SetSplit, SetSplit]]] = {
     "qm9": qm9,
     "modelnet40": modelnet40,
     "scanobjectnn": scanobjectnn,
     "pixel_clouds": pixel_clouds,
     "resnet_features": resnet_features,
+    "image_completion": image_completion,
+    "tabular_meta_regression": tabular_meta_regression,
 }
 r"""Real-data providers by the task name a :class:`~mzattn.repro.spec.Column`
 uses."""

@@ -40,7 +40,7 @@ def _in_channels(column: Column) -> int:
 def test_real_tables_are_registered_in_paper_order():
     keys = list(TABLE_MODULES)
     assert set(REAL_KEYS) <= set(keys)
-    numbers = [int(key.removeprefix("table")) for key in keys]
+    numbers = [int(key.removeprefix("table")) for key in keys if key.startswith("table")]
     assert numbers == sorted(numbers)
 
 
