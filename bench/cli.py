@@ -17,6 +17,7 @@ import torch
 from . import overhead, scaling, set_pooling
 from .measure import (
     inference_step,
+    keep_freed_memory,
     peak_memory_cuda,
     peak_memory_subprocess,
     time_interleaved,
@@ -141,7 +142,8 @@ def _environment(device: torch.device) -> dict:
     return {'device': str(device), 'torch': torch.__version__,
             'threads': torch.get_num_threads(), 'cpu': platform.processor() or
             platform.machine(), 'gpu': torch.cuda.get_device_name(device)
-            if device.type == 'cuda' else None}
+            if device.type == 'cuda' else None,
+            'cpu_allocator': 'glibc heap, freed memory kept (keep_freed_memory)'}
 
 
 def _run_suite(suite: str, args, device: torch.device, scale: float) -> dict:
@@ -172,6 +174,7 @@ def cli(argv: list[str]) -> int:
     if unknown:
         parser.error(f'unknown suites {unknown}; choose from {list(SUITES)}')
     device = torch.device(args.device)
+    keep_freed_memory()
     scale = 1.0 if args.size == 'full' else 0.02
     os.makedirs(args.out, exist_ok=True)
     sections = []
@@ -200,6 +203,7 @@ def table30_cli(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     scale, repeats = {'smoke': (0.1, 2), 'quick': (1.0, 10), 'full': (1.0, 30)}[args.profile]
     device = torch.device(args.device)
+    keep_freed_memory()
     result = {'environment': _environment(device), 'profile': args.profile,
               'results': run_table30(device, scale, repeats, args.profile != 'smoke')}
     folder = os.path.join(args.out, 'table30')
