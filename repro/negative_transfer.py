@@ -48,8 +48,8 @@ PROFILES = {
     "smoke": dataclasses.replace(SMOKE, rows=(STANDARD, MZ), columns=OFFLINE,
                                  data={"stand_in": True}),
     # Offline (digits K = T = 8; diabetes K = 16, T = 4): 2,000/400/800 sets,
-    # 20 epochs (the NP sets sit on a mean-prediction plateau for ~800 steps),
-    # one seed, two models: ~15 min on one loaded CPU core.
+    # 20 epochs (the NP sets sit on a mean-prediction plateau for up to ~800
+    # steps), one seed, two models: 11 min on one loaded CPU core.
     "quick": dataclasses.replace(QUICK, num_train=2000, num_val=400, num_test=800,
                                  max_epochs=20, rows=(STANDARD, MZ), columns=OFFLINE,
                                  data={"stand_in": True}),
