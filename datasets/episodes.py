@@ -59,6 +59,11 @@ class EpisodeSets(Dataset):
         transform (callable, optional): Applied to every set on access.
             (default: :obj:`None`)
 
+    Attributes:
+        context_tokens (Tensor): Context rows :math:`(E, K, D + 2)`.
+        target_tokens (Tensor): Target rows :math:`(E, T, D + 2)`.
+        target_values (Tensor): Target values :math:`(E, T)`.
+
     Shapes:
         - **x** :math:`(K + 1, D + 2)`: context rows, then the target row;
           the last column flags the target

@@ -85,6 +85,9 @@ class ImageCompletion(EpisodeSets):
         transform (callable, optional): Applied to every set on access.
             (default: :obj:`None`)
 
+    Attributes:
+        images (np.ndarray): The file's image index of every episode.
+
     Shapes:
         - **x** :math:`(K + 1, 4)`, **y** :math:`(1, 1)`
 
