@@ -31,7 +31,9 @@ def keep_freed_memory() -> None:
     mmap ceiling is a fresh mapping whose pages are faulted in and zeroed on
     every call; on our 2-core VM that cost 6x the arithmetic of an MZ-ISAB
     step at n = 10,000 (27 s instead of 4.2 s) and made time grow
-    super-linearly in n.  No-op where glibc's :obj:`mallopt` is missing."""
+    super-linearly in n.  Used for timings only: peak memory is measured in a
+    child with the default allocator, whose resident size follows the live
+    tensors more closely.  No-op where glibc's :obj:`mallopt` is missing."""
     import ctypes
     import ctypes.util
     try:
@@ -125,7 +127,6 @@ def _status_kib(field: str) -> int:
 
 def _child(module: str, job: str) -> None:
     import importlib
-    keep_freed_memory()
     torch.set_num_threads(1)
     fn = importlib.import_module(module).build(json.loads(job))
     with open('/proc/self/clear_refs', 'w') as f:
