@@ -230,18 +230,39 @@ IMAGE_SOURCES: dict[str, tuple[str, str, str]] = {
     "cifar100": ("CIFAR100", "cifar-100-python",
                  "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz"),
 }
+#: scikit-learn's digits (the offline image source) have no official split:
+#: the first 80% train.
+DIGITS_NUM_TRAIN = 1437
+
+
+def _digits_images(train: bool) -> tuple[np.ndarray, np.ndarray]:
+    # scikit-learn's bundled 8x8 digits, intensities 0-16 rescaled to 0-255.
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)
+    part = slice(None, DIGITS_NUM_TRAIN) if train else slice(DIGITS_NUM_TRAIN, None)
+    return images[part], digits.target[part].astype(np.int64)
 
 
 def load_images(name: str, root: str, train: bool) -> tuple[np.ndarray, np.ndarray]:
-    r"""Reads a torchvision image dataset from :obj:`root` with
-    ``download=False``: returns ``uint8`` images :math:`(N, H, W)` (MNIST,
-    Fashion-MNIST) or :math:`(N, H, W, 3)` (CIFAR-100, fine labels) and the
-    labels :math:`(N)`. Missing files raise a :class:`FileNotFoundError`
+    r"""Reads an image source: ``uint8`` images in :math:`[0, 255]` of shape
+    :math:`(N, H, W)` (digits, MNIST, Fashion-MNIST) or :math:`(N, H, W, 3)`
+    (CIFAR-100, fine labels) and the ``int64`` labels :math:`(N)`.
+
+    ``"digits"`` is scikit-learn's bundled 8x8 digits (offline, :obj:`root`
+    unused; intensities rescaled from 0-16 to 0-255 and rounded; the first
+    :obj:`DIGITS_NUM_TRAIN` = 1,437 images train, the other 360 test). The
+    :obj:`IMAGE_SOURCES` are read by torchvision from :obj:`root` with
+    ``download=False``; missing files raise a :class:`FileNotFoundError`
     naming the expected folder and the download URL."""
+    if name == "digits":
+        return _digits_images(train)
+    if name not in IMAGE_SOURCES:
+        raise ValueError(f"image source must be one of {['digits', *sorted(IMAGE_SOURCES)]}, "
+                         f"got {name!r}")
     import torchvision
 
-    if name not in IMAGE_SOURCES:
-        raise ValueError(f"image source must be one of {sorted(IMAGE_SOURCES)}, got {name!r}")
     cls_name, folder, url = IMAGE_SOURCES[name]
     try:
         dataset = getattr(torchvision.datasets, cls_name)(root, train=train, download=False)

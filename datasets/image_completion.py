@@ -7,7 +7,7 @@ from torch_geometric.data import Data
 
 from ._io import load_images
 from .episodes import EpisodeSets, draw_episode, episode_tokens
-from .pixel_clouds import DIGITS_NUM_TRAIN, SOURCES, to_gray
+from .pixel_clouds import SOURCES, to_gray
 
 #: Context pixels :math:`K` and target pixels :math:`T` per image of each
 #: source: the paper's MNIST (50, 200) and CIFAR-100 (100, 300), MNIST's for
@@ -23,18 +23,12 @@ EPISODE_SIZES: dict[str, tuple[int, int]] = {
 
 def source_images(source: str, raw_dir: str, train: bool) -> np.ndarray:
     r"""The ``uint8`` images of :obj:`source` (training or test file):
-    :math:`(N, H, W)`, or :math:`(N, H, W, 3)` for CIFAR-100. The digits are
-    scikit-learn's (first 1,437 = train, rescaled from 0-16 to 0-255); the
-    other sources are read from :obj:`raw_dir` by
-    :func:`~mzattn.datasets._io.load_images` (never downloaded)."""
+    :math:`(N, H, W)`, or :math:`(N, H, W, 3)` for CIFAR-100, as read by
+    :func:`~mzattn.datasets._io.load_images` (the digits are scikit-learn's,
+    the other sources are read from :obj:`raw_dir`, never downloaded)."""
     if source not in SOURCES:
         raise ValueError(f"'source' must be one of {SOURCES} (got {source!r})")
-    if source != "digits":
-        return load_images(source, raw_dir, train)[0]
-    from sklearn.datasets import load_digits
-
-    images = np.round(load_digits().images * (255.0 / 16.0)).astype(np.uint8)
-    return images[:DIGITS_NUM_TRAIN] if train else images[DIGITS_NUM_TRAIN:]
+    return load_images(source, raw_dir, train)[0]
 
 
 def pixel_coordinates(height: int, width: int) -> np.ndarray:

@@ -25,8 +25,6 @@ TABLE31_TARGETS: tuple[str, ...] = ("meb", "hull", "mst", "furthest")
 #: ITU-R BT.601 luma weights (RGB -> intensity).
 LUMA = (0.299, 0.587, 0.114)
 PATCH_SIZE = 4
-#: scikit-learn's digits have no official split: the first 80% train.
-DIGITS_NUM_TRAIN = 1437
 #: Images of a k-image mixture are shifted by offsets uniform in this square
 #: (in image widths), so each image forms its own cluster.
 MIXTURE_SPREAD = 2.0
@@ -250,17 +248,6 @@ class PixelClouds(SummarizedDataset):
         if self.source != "digits":  # raises, naming the folder and the URL
             load_images(self.source, self.raw_dir, self.split == "train")
 
-    def _images(self) -> tuple[np.ndarray, np.ndarray]:
-        if self.source == "digits":
-            from sklearn.datasets import load_digits
-
-            digits = load_digits()
-            images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)
-            part = slice(None, DIGITS_NUM_TRAIN) if self.split == "train" else \
-                slice(DIGITS_NUM_TRAIN, None)
-            return images[part], digits.target[part].astype(np.int64)
-        return load_images(self.source, self.raw_dir, self.split == "train")
-
     def _groups(self, labels: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
         # Image indices of every set: each image in order, or k images of
         # distinct classes drawn at random.
@@ -289,7 +276,7 @@ class PixelClouds(SummarizedDataset):
 
     def process(self) -> None:
         start = time.perf_counter()
-        images, labels = self._images()
+        images, labels = load_images(self.source, self.raw_dir, self.split == "train")
         rng = np.random.default_rng(self.seed)
         data_list, failures = [], []
         for index, group in enumerate(self._groups(labels, rng)):

@@ -286,18 +286,14 @@ def _stand_in_features(backbone: str, num_images: int, train: bool,
     # RGB images through a randomly initialised ResNet (seeded). Cached per
     # process: the data module loads its splits twice.
     import torchvision
-    from mzattn.datasets._io import geometric_targets
-    from mzattn.datasets.pixel_clouds import DIGITS_NUM_TRAIN
+    from mzattn.datasets._io import geometric_targets, load_images
     from mzattn.datasets.resnet_features import BACKBONES, layer3_point_clouds, preprocess
-    from sklearn.datasets import load_digits
 
-    digits = load_digits().images
-    digits = digits[:DIGITS_NUM_TRAIN] if train else digits[DIGITS_NUM_TRAIN:]
+    digits = load_images("digits", "", train)[0]  # [N, 8, 8] uint8
     if num_images > len(digits):
         raise ValueError(f"the digits stand-in has {len(digits)} images "
                          f"(got {num_images} sets)")
-    images = np.repeat(np.round(digits[:num_images] * (255 / 16)).astype(np.uint8)[..., None],
-                       3, axis=-1)  # [N, 8, 8, 3]
+    images = np.repeat(digits[:num_images, ..., None], 3, axis=-1)  # [N, 8, 8, 3]
     with torch.random.fork_rng():
         torch.manual_seed(SPLIT_SEED)
         model = getattr(torchvision.models, BACKBONES[backbone][0])(weights=None).eval()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 import torchvision
-from mzattn.datasets._io import geometric_targets
+from mzattn.datasets._io import DIGITS_NUM_TRAIN, geometric_targets, load_images
 from mzattn.datasets.pixel_clouds import (
     PixelClouds,
     lifted_points,
@@ -75,6 +75,22 @@ def test_random_affine_is_linear_about_the_centre():
     A = np.linalg.lstsq(points - 0.5, out - 0.5, rcond=None)[0].T
     np.testing.assert_allclose(0.5 + (points - 0.5) @ A.T, out, atol=1e-12)
     assert np.abs(A - np.eye(2)).max() <= 0.3 and not np.allclose(A, np.eye(2))
+
+
+def test_load_images_digits_offline():
+    from sklearn.datasets import load_digits
+
+    train, train_labels = load_images("digits", "", train=True)
+    test, test_labels = load_images("digits", "", train=False)
+    assert train.shape == (DIGITS_NUM_TRAIN, 8, 8) and test.shape == (1797 - 1437, 8, 8)
+    assert train.dtype == np.uint8 and train_labels.dtype == np.int64
+    assert int(train.min()) == 0 and int(train.max()) == 255
+    digits = load_digits()  # intensities 0-16, rescaled to 0-255 and rounded
+    images = np.concatenate([train, test]).astype(np.float64) * (16.0 / 255.0)
+    assert np.abs(images - digits.images).max() <= 0.5 * 16.0 / 255.0 + 1e-12
+    np.testing.assert_array_equal(np.concatenate([train_labels, test_labels]), digits.target)
+    with pytest.raises(ValueError, match=r"image source must be one of \['digits'"):
+        load_images("svhn", "", train=True)
 
 
 def test_digits_pixel_clouds_offline(tmp_path):
