@@ -30,7 +30,7 @@ def keep_freed_memory() -> None:
     caching allocator would.  By default each CPU tensor above glibc's 32 MB
     mmap ceiling is a fresh mapping whose pages are faulted in and zeroed on
     every call; on our 2-core VM that cost 6x the arithmetic of an MZ-ISAB
-    step at n = 10,000 (27 s instead of 4.2 s) and made time grow
+    step at n = 10,000 (27.4 s instead of 4.1 s) and made time grow
     super-linearly in n.  Used for timings only: peak memory is measured in a
     child with the default allocator, whose resident size follows the live
     tensors more closely.  No-op where glibc's :obj:`mallopt` is missing."""
