@@ -29,9 +29,9 @@ Backends:
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch_geometric.utils import scatter, softmax
+from torch.autograd.function import once_differentiable
 
-from mzlayers.layout import SetLayout, attention_bias
+from mzlayers.layout import Bags, SetLayout, attention_bias
 
 BACKENDS = ('auto', 'segment', 'dense')
 
@@ -77,33 +77,89 @@ def set_attention(
 
 def _segment_shared(q, k, v, layout: SetLayout, dropout: float) -> Tensor:
     M, H, D = q.shape
-    score = torch.einsum('nhd,mhd->nhm', k, q) / D**0.5  # [N, H, M]
-    alpha = softmax(score, layout.batch, num_nodes=layout.num_sets, dim=0)
-    alpha = F.dropout(alpha, p=dropout, training=dropout > 0)
-    out = alpha.unsqueeze(-1) * v.unsqueeze(2)  # [N, H, M, d_v]
-    out = scatter(out, layout.batch, dim=0, dim_size=layout.num_sets, reduce='sum')
-    return out.transpose(1, 2).reshape(layout.num_sets * M, H, -1)
-
-
-def _pairs(key_layout: SetLayout, query_layout: SetLayout):
-    r"""All (query, key) pairs of the same set: :obj:`[E]` index tensors."""
-    key_counts = key_layout.count_tensor[query_layout.batch]
-    query = torch.arange(query_layout.num_elements, device=key_layout.device)
-    query = query.repeat_interleave(key_counts)
-    starts = (key_counts.cumsum(0) - key_counts).repeat_interleave(key_counts)
-    offset = torch.arange(query.numel(), device=key_layout.device) - starts
-    key = key_layout.ptr[query_layout.batch[query]] + offset
-    return query, key
+    bags = layout.shared_bags(M, H)
+    score = torch.einsum('mhd,nhd->mhn', q, k) / D**0.5  # [M, H, N]
+    out = _bag_attention(score.reshape(-1), v, bags, dropout)  # [M * H * B, d_v]
+    out = out.view(M, H, layout.num_sets, -1).permute(2, 0, 1, 3)  # [B, M, H, d_v]
+    return out.reshape(layout.num_sets * M, H, -1)
 
 
 def _segment_pairs(q, k, v, key_layout, query_layout, dropout) -> Tensor:
-    query, key = key_layout.cached(('pairs', query_layout),
-                                   lambda: _pairs(key_layout, query_layout))
-    score = (q[query] * k[key]).sum(-1) / q.size(-1)**0.5  # [E, H]
-    alpha = softmax(score, query, num_nodes=q.size(0), dim=0)
-    alpha = F.dropout(alpha, p=dropout, training=dropout > 0)
-    return scatter(alpha.unsqueeze(-1) * v[key], query, dim=0, dim_size=q.size(0),
-                   reduce='sum')
+    H, D = q.size(1), q.size(2)
+    bags = key_layout.pair_bags(query_layout, H)
+    score = _SampledDot.apply(q.reshape(-1, D), k.reshape(-1, D), bags) / D**0.5  # [S]
+    return _bag_attention(score, v, bags, dropout).view(q.size(0), H, -1)
+
+
+def _bag_attention(score: Tensor, v: Tensor, bags: Bags, dropout: float) -> Tensor:
+    r"""Softmax of the flat :obj:`score` :obj:`[S]` inside every bag, then
+    the weighted sum of the value rows :obj:`v.view(N * H, d_v)` it reads:
+    :obj:`[num_bags, d_v]` (exactly zero for an empty bag).  Normalising the
+    sum instead of the weights is the same softmax (and dropout) without a
+    second pass over :obj:`[S]`."""
+    peak = torch.segment_reduce(score.detach(), 'max', offsets=bags.offsets)
+    weight = (score - peak.index_select(0, bags.bag)).exp()
+    total = torch.segment_reduce(weight, 'sum', offsets=bags.offsets)  # >= 1 unless empty
+    weight = F.dropout(weight, p=dropout, training=dropout > 0)
+    out = _BagSum.apply(weight, v.reshape(-1, v.size(-1)), bags)
+    return out / torch.where(total > 0, total, 1).unsqueeze(-1)
+
+
+def _bag_sum(weight: Tensor, table: Tensor, index: Tensor, offsets: Tensor) -> Tensor:
+    return F.embedding_bag(index, table, offsets, mode='sum',
+                           per_sample_weights=weight.to(table.dtype),
+                           include_last_offset=True)
+
+
+def _transposed_sum(weight: Tensor, rows: Tensor, bags: Bags) -> Tensor:
+    # out[r] = sum_{s reads table row r} weight[s] * rows[bag[s]]: [num_rows, C].
+    return _bag_sum(weight.index_select(0, bags.perm), rows, bags.t_index, bags.t_offsets)
+
+
+def _sampled_dot(rows: Tensor, table: Tensor, bags: Bags) -> Tensor:
+    # The per-sample-weight gradient of a bag sum: rows[bag[s]] . table[index[s]].
+    return torch.ops.aten._embedding_bag_per_sample_weights_backward(
+        rows.to(table.dtype), table, bags.index, bags.offsets, bags.bag, 0)
+
+
+class _BagSum(torch.autograd.Function):
+    r""":obj:`out[b] = sum_{s in b} weight[s] * table[index[s]]`, :obj:`[num_bags, C]`."""
+    @staticmethod
+    def forward(ctx, weight: Tensor, table: Tensor, bags: Bags) -> Tensor:
+        ctx.save_for_backward(weight, table)
+        ctx.bags = bags
+        return _bag_sum(weight, table, bags.index, bags.offsets)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor):
+        weight, table = ctx.saved_tensors
+        bags, grad = ctx.bags, grad.contiguous()
+        grad_weight = _sampled_dot(grad, table, bags).to(weight.dtype) \
+            if ctx.needs_input_grad[0] else None
+        grad_table = _transposed_sum(weight, grad, bags) \
+            if ctx.needs_input_grad[1] else None
+        return grad_weight, grad_table, None
+
+
+class _SampledDot(torch.autograd.Function):
+    r""":obj:`out[s] = rows[bag[s]] . table[index[s]]`, :obj:`[S]`."""
+    @staticmethod
+    def forward(ctx, rows: Tensor, table: Tensor, bags: Bags) -> Tensor:
+        ctx.save_for_backward(rows, table)
+        ctx.bags = bags
+        return _sampled_dot(rows, table, bags)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor):
+        rows, table = ctx.saved_tensors
+        bags = ctx.bags
+        grad_rows = _bag_sum(grad, table, bags.index, bags.offsets).to(rows.dtype) \
+            if ctx.needs_input_grad[0] else None
+        grad_table = _transposed_sum(grad, rows, bags) \
+            if ctx.needs_input_grad[1] else None
+        return grad_rows, grad_table, None
 
 
 def _to_padded(x: Tensor, index: Tensor | None, pos: Tensor | None, sets: int,

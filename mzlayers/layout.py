@@ -68,6 +68,37 @@ class Bucket:
     query_width: int = 0
 
 
+@dataclass
+class Bags:
+    r"""The segment plan of one attention call: :obj:`S` weighted samples,
+    sample :math:`s` reading table row :obj:`index[s]` into bag
+    :obj:`bag[s]`; the bags are the contiguous runs
+    :obj:`offsets[b]:offsets[b + 1]` of the flat sample order (the
+    :obj:`offsets` of :func:`~torch.nn.functional.embedding_bag` with
+    :obj:`include_last_offset=True`, empty runs for empty sets).
+
+    The transposed plan lists the same samples grouped by table row (one run
+    :obj:`t_offsets[r]:t_offsets[r + 1]` per row, in bag order): sample
+    :obj:`perm[t]` of the flat order reads into bag :obj:`t_index[t]`.  It
+    turns the gradient of a bag sum with respect to its table into one more
+    bag sum, without sorting.
+
+    Attributes:
+        index (torch.Tensor): :obj:`[S]` table row of every sample.
+        bag (torch.Tensor): :obj:`[S]` bag of every sample (non-decreasing).
+        offsets (torch.Tensor): :obj:`[num_bags + 1]` run starts.
+        perm (torch.Tensor): :obj:`[S]` flat position of every transposed sample.
+        t_index (torch.Tensor): :obj:`[S]` bag of every transposed sample.
+        t_offsets (torch.Tensor): :obj:`[num_rows + 1]` transposed run starts.
+    """
+    index: Tensor
+    bag: Tensor
+    offsets: Tensor
+    perm: Tensor
+    t_index: Tensor
+    t_offsets: Tensor
+
+
 @dataclass(eq=False)
 class SetLayout:
     r"""The layout of a batch of :obj:`num_sets` sets stored as one flat,
@@ -172,6 +203,25 @@ class SetLayout:
         key = ('plan', queries, max_padding)
         return self.cached(key, lambda: self._build_plan(queries, max_padding))
 
+    def shared_bags(self, num_queries: int, heads: int) -> 'Bags':
+        r"""The :class:`Bags` of :obj:`num_queries` learned queries shared by
+        all sets: bag :math:`(m, h, b)` sums over the elements :math:`n` of
+        set :math:`b`, samples in the flat order :math:`(m, h, n)` of an
+        :obj:`[M, H, N]` score tensor, table rows :math:`n H + h`."""
+        return self.cached(('shared_bags', num_queries, heads),
+                           lambda: _shared_bags(self, num_queries, heads))
+
+    def pair_bags(self, queries: 'SetLayout', heads: int) -> 'Bags':
+        r"""The :class:`Bags` of queries that are the elements of
+        :obj:`queries` (a layout with the same sets): bag :math:`(i, h)` sums
+        over the elements :math:`j` of the set of :math:`i`, samples in the
+        flat order :math:`(i, h, j)`, table rows :math:`j H + h`."""
+        if queries.num_sets != self.num_sets:
+            raise ValueError(f"Query and key layouts must hold the same sets (got "
+                             f"{queries.num_sets} and {self.num_sets})")
+        return self.cached(('pair_bags', queries, heads),
+                           lambda: _pair_bags(self, queries, heads))
+
     def _build_plan(self, queries, max_padding) -> list[Bucket]:
         if queries is not None and queries.num_sets != self.num_sets:
             raise ValueError(f"Query and key layouts must hold the same sets (got "
@@ -191,6 +241,48 @@ class SetLayout:
                 _padding_index(queries, set_ids, single)
         return bucket
 
+
+def _shared_bags(layout: SetLayout, num_queries: int, heads: int) -> Bags:
+    N, B, H = layout.num_elements, layout.num_sets, heads
+    n = torch.arange(N, device=layout.device)
+    mh = torch.arange(num_queries * H, device=layout.device)[:, None]  # [M * H, 1]
+    bag = (mh * B + layout.batch).view(-1)
+    starts = (mh * N + layout.ptr[:-1]).view(-1)
+    offsets = torch.cat([starts, starts.new_full((1,), num_queries * H * N)])
+    perm = (mh * N + n).view(num_queries, H, N).permute(2, 1, 0).reshape(-1)  # (n, h, m)
+    t_offsets = torch.arange(N * H + 1, device=layout.device) * num_queries
+    return Bags((n * H + mh % H).view(-1), bag, offsets, perm, bag.index_select(0, perm),
+                t_offsets)
+
+
+def _pair_order(keys: SetLayout, queries: SetLayout, heads: int
+                ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    r"""Bags :math:`(i, h)` of every query :math:`i` and head :math:`h` over
+    the keys :math:`j` of its set, in the flat order :math:`(i, h, j)`:
+    returns the bag :obj:`[S]`, the run starts :obj:`[N_q H + 1]`, the table
+    row :math:`j H + h` :obj:`[S]` of every sample and the position of every
+    query in its set :obj:`[N_q H]` (repeated over the heads)."""
+    counts = keys.count_tensor[queries.batch].repeat_interleave(heads)  # [N_q * H]
+    size = heads * sum(a * b for a, b in zip(queries.counts, keys.counts, strict=True))
+    offsets = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+    bags = torch.arange(counts.numel(), device=keys.device)
+    first = keys.ptr.index_select(0, queries.batch).repeat_interleave(heads)  # [N_q * H]
+    shift = (first - offsets[:-1]) * heads + bags % heads  # row of sample s: s H + shift
+    row = torch.arange(size, device=keys.device) * heads + shift.repeat_interleave(
+        counts, output_size=size)
+    local = torch.arange(queries.num_elements, device=keys.device) - \
+        queries.ptr.index_select(0, queries.batch)
+    return bags.repeat_interleave(counts, output_size=size), offsets, row, \
+        local.repeat_interleave(heads)
+
+
+def _pair_bags(keys: SetLayout, queries: SetLayout, heads: int) -> Bags:
+    bag, offsets, index, _ = _pair_order(keys, queries, heads)
+    _, t_offsets, t_index, local = _pair_order(queries, keys, heads)  # order (j, h, i)
+    size = index.numel()
+    perm = offsets.index_select(0, t_index) + local.repeat_interleave(
+        t_offsets.diff(), output_size=size)
+    return Bags(index, bag, offsets, perm, t_index, t_offsets)
 
 def _size_groups(counts: list[int], max_padding: float | None) -> list[list[int]]:
     r"""Partitions set ids into groups whose sizes differ at most
