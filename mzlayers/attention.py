@@ -117,9 +117,29 @@ def _transposed_sum(weight: Tensor, rows: Tensor, bags: Bags) -> Tensor:
 
 
 def _sampled_dot(rows: Tensor, table: Tensor, bags: Bags) -> Tensor:
-    # The per-sample-weight gradient of a bag sum: rows[bag[s]] . table[index[s]].
+    # rows[bag[s]] . table[index[s]]: [S].
+    rows = rows.to(table.dtype)
+    W, H, C = bags.width, bags.heads, table.size(-1)
+    if bags.uniform == 'table':
+        blocks = table.view(-1, W, H, C).permute(0, 2, 3, 1)  # [B, H, C, W]
+        return _block_dot(rows, blocks, bags.group).view(-1)
+    if bags.uniform == 'rows':
+        blocks = rows.view(W, H, -1, C).permute(2, 1, 3, 0)  # [B, H, C, W]
+        out = _block_dot(table, blocks, bags.group).view(-1)  # transposed order
+        return torch.empty_like(out).index_copy_(0, bags.perm, out)
+    # The per-sample-weight gradient of a bag sum.
     return torch.ops.aten._embedding_bag_per_sample_weights_backward(
-        rows.to(table.dtype), table, bags.index, bags.offsets, bags.bag, 0)
+        rows, table, bags.index, bags.offsets, bags.bag, 0)
+
+
+def _block_dot(ragged: Tensor, blocks: Tensor, group: Tensor) -> Tensor:
+    r"""Row :math:`r` of :obj:`ragged` :obj:`[R, C]` times its block
+    :obj:`blocks[group[r]]` (:obj:`blocks` :obj:`[B, H, C, W]`):
+    :obj:`[R, W]`, as one bag sum of :math:`C` block rows per row."""
+    C, W = blocks.shape[-2:]
+    index = (group[:, None] * C + torch.arange(C, device=group.device)).view(-1)
+    offsets = torch.arange(0, index.numel() + 1, C, device=group.device)
+    return _bag_sum(ragged.reshape(-1), blocks.reshape(-1, W), index, offsets)
 
 
 class _BagSum(torch.autograd.Function):

@@ -90,6 +90,16 @@ class Bags:
         perm (torch.Tensor): :obj:`[S]` flat position of every transposed sample.
         t_index (torch.Tensor): :obj:`[S]` bag of every transposed sample.
         t_offsets (torch.Tensor): :obj:`[num_rows + 1]` transposed run starts.
+        uniform (str, optional): ``'table'`` when every bag reads one block
+            of :obj:`width` table rows (keys of the same count in every set,
+            e.g. :meth:`SetLayout.pooled`), ``'rows'`` when every table row
+            is read by one block of :obj:`width` bags (learned queries):
+            sampled dot products are then small dense products of a ragged
+            side with :obj:`[width]`-wide blocks.  :obj:`None` otherwise.
+        width (int): The block width :math:`W` of :obj:`uniform`.
+        heads (int): Number of heads :math:`H`.
+        group (torch.Tensor, optional): Block :math:`b H + h` of every row of
+            the ragged side (bags for ``'table'``, table rows for ``'rows'``).
     """
     index: Tensor
     bag: Tensor
@@ -97,6 +107,10 @@ class Bags:
     perm: Tensor
     t_index: Tensor
     t_offsets: Tensor
+    uniform: str | None = None
+    width: int = 0
+    heads: int = 0
+    group: Tensor | None = None
 
 
 @dataclass(eq=False)
@@ -251,8 +265,9 @@ def _shared_bags(layout: SetLayout, num_queries: int, heads: int) -> Bags:
     offsets = torch.cat([starts, starts.new_full((1,), num_queries * H * N)])
     perm = (mh * N + n).view(num_queries, H, N).permute(2, 1, 0).reshape(-1)  # (n, h, m)
     t_offsets = torch.arange(N * H + 1, device=layout.device) * num_queries
+    group = (layout.batch[:, None] * H + torch.arange(H, device=layout.device)).view(-1)
     return Bags((n * H + mh % H).view(-1), bag, offsets, perm, bag.index_select(0, perm),
-                t_offsets)
+                t_offsets, 'rows', num_queries, H, group)
 
 
 def _pair_order(keys: SetLayout, queries: SetLayout, heads: int
@@ -282,7 +297,12 @@ def _pair_bags(keys: SetLayout, queries: SetLayout, heads: int) -> Bags:
     size = index.numel()
     perm = offsets.index_select(0, t_index) + local.repeat_interleave(
         t_offsets.diff(), output_size=size)
-    return Bags(index, bag, offsets, perm, t_index, t_offsets)
+    bags = Bags(index, bag, offsets, perm, t_index, t_offsets, heads=heads)
+    if len(set(keys.counts)) == 1 and keys.counts[0] > 0:  # [W] keys in every set
+        bags.uniform, bags.width = 'table', keys.counts[0]
+        bags.group = (queries.batch[:, None] * heads +
+                      torch.arange(heads, device=keys.device)).view(-1)
+    return bags
 
 def _size_groups(counts: list[int], max_padding: float | None) -> list[list[int]]:
     r"""Partitions set ids into groups whose sizes differ at most

@@ -122,3 +122,126 @@ def test_attention_bias_is_the_single_mask_conversion():
     assert bias[0, 0, 0, 0] == 0
     assert bias[0, 0, 0, 1] == torch.finfo(torch.float32).min
     assert torch.isfinite(bias).all()
+
+
+def _inputs(num_queries, num_keys, dtype=torch.float64):
+    q = torch.randn(num_queries, H, DK, dtype=dtype, requires_grad=True)
+    k = torch.randn(num_keys, H, DK, dtype=dtype, requires_grad=True)
+    v = torch.randn(num_keys, H, DV, dtype=dtype, requires_grad=True)
+    return q, k, v
+
+
+@pytest.mark.parametrize('query_sizes,key_sizes', [
+    ((2, 0, 3, 1, 0), (4, 4, 4, 4, 4)),  # keys pooled to a uniform width
+    ((2, 0, 3, 1, 0), (1, 3, 0, 2, 5)),  # ragged keys; set 2 has queries but no keys
+    ((1, 1, 1), (1, 1, 1)),  # one-element sets
+])
+def test_segment_pairs_on_uneven_layouts_match_reference(query_sizes, key_sizes):
+    _, query_batch, B = ragged_batch(sizes=query_sizes)
+    _, key_batch, _ = ragged_batch(sizes=key_sizes)
+    query_layout, key_layout = _layout(query_batch, B), _layout(key_batch, B)
+    q, k, v = _inputs(query_batch.numel(), key_batch.numel())
+    out = set_attention(q, k, v, key_layout, query_layout, 'segment')
+    ref = _reference(q, k, v, key_layout, query_layout)
+    assert torch.allclose(out, ref, atol=1e-10)
+    w = torch.randn_like(out)
+    grads = torch.autograd.grad((out * w).sum(), (q, k, v))
+    ref_grads = torch.autograd.grad((ref * w).sum(), (q, k, v))
+    for g, r in zip(grads, ref_grads, strict=True):
+        assert torch.isfinite(g).all()
+        assert torch.allclose(g, r, atol=1e-10)
+
+
+@pytest.mark.parametrize('sizes', [(3, 0, 0, 1, 4), (1, 1), (0, 2, 0)])
+def test_segment_shared_with_empty_and_one_element_sets(sizes):
+    _, batch, B = ragged_batch(sizes=sizes)
+    layout = _layout(batch, B)
+    q, k, v = _inputs(M, batch.numel())
+    out = set_attention(q, k, v, layout, None, 'segment')
+    ref = _reference(q, k, v, layout)
+    assert torch.allclose(out, ref, atol=1e-10)
+    empty = torch.tensor(sizes).repeat_interleave(M) == 0
+    assert torch.equal(out[empty], torch.zeros_like(out[empty]))
+    grads = torch.autograd.grad(out.square().sum(), (q, k, v))
+    ref_grads = torch.autograd.grad(ref.square().sum(), (q, k, v))
+    for g, r in zip(grads, ref_grads, strict=True):
+        assert torch.allclose(g, r, atol=1e-10)
+
+
+def test_segment_shared_on_a_batch_of_empty_sets_is_zero():
+    layout = _layout(torch.zeros(0, dtype=torch.long), 2)
+    q, k, v = _inputs(M, 0)
+    out = set_attention(q, k, v, layout, None, 'segment')
+    assert out.shape == (2 * M, H, DV)
+    assert torch.equal(out, torch.zeros_like(out))
+    grad, = torch.autograd.grad(out.sum(), q)
+    assert torch.equal(grad, torch.zeros_like(grad))
+
+
+@pytest.mark.parametrize('key_sizes', [(3, 3, 3, 3), (2, 0, 5, 1)])
+@pytest.mark.parametrize('shared', [True, False])
+def test_segment_gradcheck(key_sizes, shared):
+    _, key_batch, B = ragged_batch(sizes=key_sizes)
+    key_layout = _layout(key_batch, B)
+    query_layout = None if shared else _layout(ragged_batch(sizes=(1, 2, 0, 2))[1], B)
+    num_queries = M if shared else query_layout.num_elements
+    q, k, v = _inputs(num_queries, key_batch.numel())
+
+    def fn(q, k, v):
+        return set_attention(q, k, v, key_layout, query_layout, 'segment')
+
+    assert torch.autograd.gradcheck(fn, (q, k, v), atol=1e-8)
+
+
+@pytest.mark.parametrize('shared', [True, False])
+def test_segment_plan_transposes_the_samples(shared):
+    _, batch, B = ragged_batch()
+    layout = _layout(batch, B)
+    bags = layout.shared_bags(M, H) if shared else layout.pair_bags(layout, H)
+    S = bags.index.numel()
+    assert sorted(bags.perm.tolist()) == list(range(S))
+    assert torch.equal(bags.bag.diff() >= 0, torch.ones(S - 1, dtype=torch.bool))
+    assert torch.equal(bags.bag[bags.perm], bags.t_index)
+    rows = torch.arange(bags.t_offsets.numel() - 1).repeat_interleave(bags.t_offsets.diff())
+    assert torch.equal(bags.index[bags.perm], rows)
+    sizes = torch.tensor(SIZES)
+    pairs = (M * sizes).sum() if shared else sizes.square().sum()
+    assert S == H * pairs
+
+
+def test_pair_plan_rejects_layouts_of_other_sets():
+    layout = _layout(torch.arange(3), 3)
+    with pytest.raises(ValueError, match='same sets'):
+        layout.pair_bags(_layout(torch.arange(2), 2), H)
+
+
+@pytest.mark.parametrize('shared', [True, False])
+def test_segment_dropout_keeps_the_expected_output(shared):
+    _, batch, B = ragged_batch(sizes=(4, 0, 6))
+    key_layout = _layout(batch, B)
+    query_layout = None if shared else key_layout.pooled(2)
+    q, k, v = _inputs(M if shared else 2 * B, batch.numel())
+    exact = set_attention(q, k, v, key_layout, query_layout, 'segment')
+    torch.manual_seed(0)
+    draws = torch.stack([set_attention(q, k, v, key_layout, query_layout, 'segment', 0.5)
+                         for _ in range(400)])
+    assert not torch.allclose(draws[0], exact)
+    assert torch.allclose(draws.mean(0), exact, atol=0.15)
+
+
+@pytest.mark.parametrize('key_sizes', [(4, 4, 4), (3, 0, 6)])
+@pytest.mark.parametrize('shared', [True, False])
+def test_segment_bf16_autocast_is_close_to_float32(key_sizes, shared):
+    _, key_batch, B = ragged_batch(sizes=key_sizes)
+    key_layout = _layout(key_batch, B)
+    query_layout = None if shared else _layout(ragged_batch(sizes=(2, 1, 3))[1], B)
+    q, k, v = _inputs(M if shared else query_layout.num_elements, key_batch.numel(),
+                      torch.float32)
+    exact = set_attention(q, k, v, key_layout, query_layout, 'segment')
+    with torch.autocast('cpu', dtype=torch.bfloat16):
+        low = set_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), key_layout,
+                            query_layout, 'segment')
+    assert low.dtype == torch.bfloat16
+    assert torch.allclose(low.float(), exact, atol=0.05)
+    grads = torch.autograd.grad(low.float().sum(), (q, k, v))
+    assert all(torch.isfinite(g).all() for g in grads)
