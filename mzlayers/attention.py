@@ -77,32 +77,90 @@ def set_attention(
 
 def _segment_shared(q, k, v, layout: SetLayout, dropout: float) -> Tensor:
     M, H, D = q.shape
-    bags = layout.shared_bags(M, H)
-    score = torch.einsum('mhd,nhd->mhn', q, k) / D**0.5  # [M, H, N]
-    out = _bag_attention(score.reshape(-1), v, bags, dropout)  # [M * H * B, d_v]
-    out = out.view(M, H, layout.num_sets, -1).permute(2, 0, 1, 3)  # [B, M, H, d_v]
-    return out.reshape(layout.num_sets * M, H, -1)
+    N, B = layout.num_elements, layout.num_sets
+    score = torch.einsum('nhd,mhd->nhm', k, q).reshape(N, H * M) / D**0.5
+    peak = torch.segment_reduce(score.detach(), 'max', lengths=layout.count_tensor)
+    weight = (score - peak.index_select(0, layout.batch)).exp()
+    total = torch.segment_reduce(weight, 'sum', lengths=layout.count_tensor)  # [B, H * M]
+    weight = F.dropout(weight, p=dropout, training=dropout > 0)
+    out = _BlockSum.apply(weight.reshape(N * H, M), v.reshape(N * H, v.size(-1)), layout, H)
+    out = out / torch.where(total > 0, total, 1).view(B, H, M, 1)  # [B, H, M, d_v]
+    return out.transpose(1, 2).reshape(B * M, H, v.size(-1))
 
 
 def _segment_pairs(q, k, v, key_layout, query_layout, dropout) -> Tensor:
-    H, D = q.size(1), q.size(2)
+    N, H, D = q.shape
+    width = key_layout.counts[0] if len(set(key_layout.counts)) == 1 else 0
+    if width > 0:  # [W] keys in every set (e.g. pooled): blocks, no ragged gathers
+        keys = k.reshape(-1, width, H, D).permute(0, 2, 3, 1)  # [B, H, d_k, W]
+        score = _BlockProduct.apply(q.reshape(N * H, D), keys, query_layout) / D**0.5
+        weight = F.dropout(score.softmax(-1), p=dropout, training=dropout > 0)
+        values = v.reshape(-1, width, H, v.size(-1)).transpose(1, 2)  # [B, H, W, d_v]
+        return _BlockProduct.apply(weight, values, query_layout).view(N, H, v.size(-1))
     bags = key_layout.pair_bags(query_layout, H)
     score = _SampledDot.apply(q.reshape(-1, D), k.reshape(-1, D), bags) / D**0.5  # [S]
-    return _bag_attention(score, v, bags, dropout).view(q.size(0), H, -1)
-
-
-def _bag_attention(score: Tensor, v: Tensor, bags: Bags, dropout: float) -> Tensor:
-    r"""Softmax of the flat :obj:`score` :obj:`[S]` inside every bag, then
-    the weighted sum of the value rows :obj:`v.view(N * H, d_v)` it reads:
-    :obj:`[num_bags, d_v]` (exactly zero for an empty bag).  Normalising the
-    sum instead of the weights is the same softmax (and dropout) without a
-    second pass over :obj:`[S]`."""
     peak = torch.segment_reduce(score.detach(), 'max', offsets=bags.offsets)
     weight = (score - peak.index_select(0, bags.bag)).exp()
     total = torch.segment_reduce(weight, 'sum', offsets=bags.offsets)  # >= 1 unless empty
     weight = F.dropout(weight, p=dropout, training=dropout > 0)
     out = _BagSum.apply(weight, v.reshape(-1, v.size(-1)), bags)
-    return out / torch.where(total > 0, total, 1).unsqueeze(-1)
+    out = out / torch.where(total > 0, total, 1).unsqueeze(-1)
+    return out.view(N, H, v.size(-1))
+
+
+def _block_product(rows: Tensor, blocks: Tensor, layout: SetLayout) -> Tensor:
+    # out[(x, h)] = rows[(x, h)] @ blocks[b_x, h]: [N * H, W] from [N * H, K], [B, H, K, W].
+    B, H, K, W = blocks.shape
+    index = layout.block_index(H, K)
+    offsets = torch.arange(0, index.numel() + 1, K, device=index.device)
+    return _bag_sum(rows.reshape(-1), blocks.reshape(B * H * K, W), index, offsets)
+
+
+def _block_sum(a: Tensor, c: Tensor, layout: SetLayout, heads: int) -> Tensor:
+    # out[b, h] = sum_{x in b} a[(x, h)]^T c[(x, h)]: [B, H, K, W] from [N * H, K], [N * H, W].
+    K, W = a.size(-1), c.size(-1)
+    index, offsets = layout.block_sum_bags(heads, K)
+    weight = a.reshape(layout.num_elements, heads, K).permute(1, 2, 0).reshape(-1)  # (h, k, x)
+    out = _bag_sum(weight, c, index, offsets)  # [H * K * B, W]
+    return out.view(heads, K, layout.num_sets, W).permute(2, 0, 1, 3)
+
+
+class _BlockProduct(torch.autograd.Function):
+    r""":func:`_block_product` with the gradients of both factors."""
+    @staticmethod
+    def forward(ctx, rows: Tensor, blocks: Tensor, layout: SetLayout) -> Tensor:
+        ctx.save_for_backward(rows, blocks)
+        ctx.layout = layout
+        return _block_product(rows, blocks, layout)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor):
+        rows, blocks = ctx.saved_tensors
+        grad_rows = _block_product(grad, blocks.transpose(2, 3), ctx.layout).to(rows.dtype) \
+            if ctx.needs_input_grad[0] else None
+        grad_blocks = _block_sum(rows, grad, ctx.layout, blocks.size(1)) \
+            if ctx.needs_input_grad[1] else None
+        return grad_rows, grad_blocks, None
+
+
+class _BlockSum(torch.autograd.Function):
+    r""":func:`_block_sum` with the gradients of both factors."""
+    @staticmethod
+    def forward(ctx, a: Tensor, c: Tensor, layout: SetLayout, heads: int) -> Tensor:
+        ctx.save_for_backward(a, c)
+        ctx.layout = layout
+        return _block_sum(a, c, layout, heads)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor):
+        a, c = ctx.saved_tensors
+        grad_a = _block_product(c, grad.transpose(2, 3), ctx.layout).to(a.dtype) \
+            if ctx.needs_input_grad[0] else None
+        grad_c = _block_product(a, grad, ctx.layout).to(c.dtype) \
+            if ctx.needs_input_grad[1] else None
+        return grad_a, grad_c, None, None
 
 
 def _bag_sum(weight: Tensor, table: Tensor, index: Tensor, offsets: Tensor) -> Tensor:
@@ -117,29 +175,9 @@ def _transposed_sum(weight: Tensor, rows: Tensor, bags: Bags) -> Tensor:
 
 
 def _sampled_dot(rows: Tensor, table: Tensor, bags: Bags) -> Tensor:
-    # rows[bag[s]] . table[index[s]]: [S].
-    rows = rows.to(table.dtype)
-    W, H, C = bags.width, bags.heads, table.size(-1)
-    if bags.uniform == 'table':
-        blocks = table.view(-1, W, H, C).permute(0, 2, 3, 1)  # [B, H, C, W]
-        return _block_dot(rows, blocks, bags.group).view(-1)
-    if bags.uniform == 'rows':
-        blocks = rows.view(W, H, -1, C).permute(2, 1, 3, 0)  # [B, H, C, W]
-        out = _block_dot(table, blocks, bags.group).view(-1)  # transposed order
-        return torch.empty_like(out).index_copy_(0, bags.perm, out)
-    # The per-sample-weight gradient of a bag sum.
+    # rows[bag[s]] . table[index[s]]: [S], the per-sample-weight gradient of a bag sum.
     return torch.ops.aten._embedding_bag_per_sample_weights_backward(
-        rows, table, bags.index, bags.offsets, bags.bag, 0)
-
-
-def _block_dot(ragged: Tensor, blocks: Tensor, group: Tensor) -> Tensor:
-    r"""Row :math:`r` of :obj:`ragged` :obj:`[R, C]` times its block
-    :obj:`blocks[group[r]]` (:obj:`blocks` :obj:`[B, H, C, W]`):
-    :obj:`[R, W]`, as one bag sum of :math:`C` block rows per row."""
-    C, W = blocks.shape[-2:]
-    index = (group[:, None] * C + torch.arange(C, device=group.device)).view(-1)
-    offsets = torch.arange(0, index.numel() + 1, C, device=group.device)
-    return _bag_sum(ragged.reshape(-1), blocks.reshape(-1, W), index, offsets)
+        rows.to(table.dtype), table, bags.index, bags.offsets, bags.bag, 0)
 
 
 class _BagSum(torch.autograd.Function):

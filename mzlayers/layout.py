@@ -90,16 +90,6 @@ class Bags:
         perm (torch.Tensor): :obj:`[S]` flat position of every transposed sample.
         t_index (torch.Tensor): :obj:`[S]` bag of every transposed sample.
         t_offsets (torch.Tensor): :obj:`[num_rows + 1]` transposed run starts.
-        uniform (str, optional): ``'table'`` when every bag reads one block
-            of :obj:`width` table rows (keys of the same count in every set,
-            e.g. :meth:`SetLayout.pooled`), ``'rows'`` when every table row
-            is read by one block of :obj:`width` bags (learned queries):
-            sampled dot products are then small dense products of a ragged
-            side with :obj:`[width]`-wide blocks.  :obj:`None` otherwise.
-        width (int): The block width :math:`W` of :obj:`uniform`.
-        heads (int): Number of heads :math:`H`.
-        group (torch.Tensor, optional): Block :math:`b H + h` of every row of
-            the ragged side (bags for ``'table'``, table rows for ``'rows'``).
     """
     index: Tensor
     bag: Tensor
@@ -107,10 +97,6 @@ class Bags:
     perm: Tensor
     t_index: Tensor
     t_offsets: Tensor
-    uniform: str | None = None
-    width: int = 0
-    heads: int = 0
-    group: Tensor | None = None
 
 
 @dataclass(eq=False)
@@ -217,13 +203,32 @@ class SetLayout:
         key = ('plan', queries, max_padding)
         return self.cached(key, lambda: self._build_plan(queries, max_padding))
 
-    def shared_bags(self, num_queries: int, heads: int) -> 'Bags':
-        r"""The :class:`Bags` of :obj:`num_queries` learned queries shared by
-        all sets: bag :math:`(m, h, b)` sums over the elements :math:`n` of
-        set :math:`b`, samples in the flat order :math:`(m, h, n)` of an
-        :obj:`[M, H, N]` score tensor, table rows :math:`n H + h`."""
-        return self.cached(('shared_bags', num_queries, heads),
-                           lambda: _shared_bags(self, num_queries, heads))
+    def block_index(self, heads: int, width: int) -> Tensor:
+        r"""Row :math:`k < W` of the block :math:`(b_x, h)` of every row
+        :math:`(x, h)` of this layout, :obj:`[N H W]` (flat order
+        :math:`(x, h, k)`, value :math:`(b_x H + h) W + k`): the
+        :func:`~torch.nn.functional.embedding_bag` indices of a product of
+        every row with the :obj:`[W, *]` block of its set and head."""
+        def build():
+            group = self.batch[:, None] * heads + torch.arange(heads, device=self.device)
+            return (group[:, :, None] * width +
+                    torch.arange(width, device=self.device)).view(-1)
+        return self.cached(('block_index', heads, width), build)
+
+    def block_sum_bags(self, heads: int, width: int) -> tuple[Tensor, Tensor]:
+        r"""Bags :math:`(h, k, b)` over the elements :math:`x` of set
+        :math:`b` (:math:`k < W`): the row :math:`x H + h` of every sample in
+        the flat order :math:`(h, k, x)`, :obj:`[H W N]`, and the
+        :obj:`[H W B + 1]` run starts (the sum over a set of per-row outer
+        products, block by block)."""
+        def build():
+            N = self.num_elements
+            hk = torch.arange(heads * width, device=self.device)[:, None]  # [H * W, 1]
+            x = torch.arange(N, device=self.device)
+            starts = (hk * N + self.ptr[:-1]).view(-1)
+            return ((x * heads + hk // width).view(-1),
+                    torch.cat([starts, starts.new_full((1,), heads * width * N)]))
+        return self.cached(('block_sum_bags', heads, width), build)
 
     def pair_bags(self, queries: 'SetLayout', heads: int) -> 'Bags':
         r"""The :class:`Bags` of queries that are the elements of
@@ -256,20 +261,6 @@ class SetLayout:
         return bucket
 
 
-def _shared_bags(layout: SetLayout, num_queries: int, heads: int) -> Bags:
-    N, B, H = layout.num_elements, layout.num_sets, heads
-    n = torch.arange(N, device=layout.device)
-    mh = torch.arange(num_queries * H, device=layout.device)[:, None]  # [M * H, 1]
-    bag = (mh * B + layout.batch).view(-1)
-    starts = (mh * N + layout.ptr[:-1]).view(-1)
-    offsets = torch.cat([starts, starts.new_full((1,), num_queries * H * N)])
-    perm = (mh * N + n).view(num_queries, H, N).permute(2, 1, 0).reshape(-1)  # (n, h, m)
-    t_offsets = torch.arange(N * H + 1, device=layout.device) * num_queries
-    group = (layout.batch[:, None] * H + torch.arange(H, device=layout.device)).view(-1)
-    return Bags((n * H + mh % H).view(-1), bag, offsets, perm, bag.index_select(0, perm),
-                t_offsets, 'rows', num_queries, H, group)
-
-
 def _pair_order(keys: SetLayout, queries: SetLayout, heads: int
                 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     r"""Bags :math:`(i, h)` of every query :math:`i` and head :math:`h` over
@@ -297,12 +288,8 @@ def _pair_bags(keys: SetLayout, queries: SetLayout, heads: int) -> Bags:
     size = index.numel()
     perm = offsets.index_select(0, t_index) + local.repeat_interleave(
         t_offsets.diff(), output_size=size)
-    bags = Bags(index, bag, offsets, perm, t_index, t_offsets, heads=heads)
-    if len(set(keys.counts)) == 1 and keys.counts[0] > 0:  # [W] keys in every set
-        bags.uniform, bags.width = 'table', keys.counts[0]
-        bags.group = (queries.batch[:, None] * heads +
-                      torch.arange(heads, device=keys.device)).view(-1)
-    return bags
+    return Bags(index, bag, offsets, perm, t_index, t_offsets)
+
 
 def _size_groups(counts: list[int], max_padding: float | None) -> list[list[int]]:
     r"""Partitions set ids into groups whose sizes differ at most

@@ -152,15 +152,16 @@ def test_segment_pairs_on_uneven_layouts_match_reference(query_sizes, key_sizes)
         assert torch.allclose(g, r, atol=1e-10)
 
 
+@pytest.mark.parametrize('num_queries', [1, M])
 @pytest.mark.parametrize('sizes', [(3, 0, 0, 1, 4), (1, 1), (0, 2, 0)])
-def test_segment_shared_with_empty_and_one_element_sets(sizes):
+def test_segment_shared_with_empty_and_one_element_sets(sizes, num_queries):
     _, batch, B = ragged_batch(sizes=sizes)
     layout = _layout(batch, B)
-    q, k, v = _inputs(M, batch.numel())
+    q, k, v = _inputs(num_queries, batch.numel())
     out = set_attention(q, k, v, layout, None, 'segment')
     ref = _reference(q, k, v, layout)
     assert torch.allclose(out, ref, atol=1e-10)
-    empty = torch.tensor(sizes).repeat_interleave(M) == 0
+    empty = torch.tensor(sizes).repeat_interleave(num_queries) == 0
     assert torch.equal(out[empty], torch.zeros_like(out[empty]))
     grads = torch.autograd.grad(out.square().sum(), (q, k, v))
     ref_grads = torch.autograd.grad(ref.square().sum(), (q, k, v))
@@ -193,20 +194,39 @@ def test_segment_gradcheck(key_sizes, shared):
     assert torch.autograd.gradcheck(fn, (q, k, v), atol=1e-8)
 
 
-@pytest.mark.parametrize('shared', [True, False])
-def test_segment_plan_transposes_the_samples(shared):
+def test_pair_plan_transposes_the_samples():
     _, batch, B = ragged_batch()
     layout = _layout(batch, B)
-    bags = layout.shared_bags(M, H) if shared else layout.pair_bags(layout, H)
+    bags = layout.pair_bags(layout, H)
     S = bags.index.numel()
+    assert S == H * torch.tensor(SIZES).square().sum()
     assert sorted(bags.perm.tolist()) == list(range(S))
     assert torch.equal(bags.bag.diff() >= 0, torch.ones(S - 1, dtype=torch.bool))
     assert torch.equal(bags.bag[bags.perm], bags.t_index)
     rows = torch.arange(bags.t_offsets.numel() - 1).repeat_interleave(bags.t_offsets.diff())
     assert torch.equal(bags.index[bags.perm], rows)
-    sizes = torch.tensor(SIZES)
-    pairs = (M * sizes).sum() if shared else sizes.square().sum()
-    assert S == H * pairs
+    query, head = bags.bag // H, bags.bag % H  # every bag reads its own set and head
+    assert torch.equal(bags.index % H, head)
+    assert torch.equal(batch[bags.index // H], batch[query])
+
+
+def test_block_plans_index_every_set_and_head():
+    _, batch, B = ragged_batch()
+    layout = _layout(batch, B)
+    W = 3
+    index = layout.block_index(H, W).view(-1, H, W)
+    for x in range(batch.numel()):
+        for h in range(H):
+            assert index[x, h].tolist() == [(batch[x].item() * H + h) * W + k for k in range(W)]
+    rows, offsets = layout.block_sum_bags(H, W)
+    assert offsets.numel() == H * W * B + 1
+    for h in range(H):
+        for k in range(W):
+            for b in range(B):
+                bag = (h * W + k) * B + b
+                members = rows[offsets[bag]:offsets[bag + 1]]
+                expected = [x * H + h for x in range(batch.numel()) if batch[x] == b]
+                assert members.tolist() == expected
 
 
 def test_pair_plan_rejects_layouts_of_other_sets():
