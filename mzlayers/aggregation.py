@@ -35,6 +35,10 @@ class MZSetTransformerAggregation(Aggregation):
         num_induced_points (int, optional): MZ-ISAB inducing points.
             (default: :obj:`16`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        checkpoint_rows (int, optional): Recompute the row-wise part of every
+            MZ block in backward, in chunks of this many rows, instead of
+            storing it (see :class:`~mzlayers.mz_blocks.MZMAB`).
+            (default: :obj:`None`)
 
     Shapes:
         - **input:** :obj:`x` :obj:`[N, channels]`, :obj:`index` :obj:`[N]`
@@ -55,6 +59,7 @@ class MZSetTransformerAggregation(Aggregation):
         num_matrix_generators: int = 4,
         num_induced_points: int = 16,
         backend: str = 'auto',
+        checkpoint_rows: int | None = None,
     ):
         super().__init__()
         self.channels = channels
@@ -64,7 +69,8 @@ class MZSetTransformerAggregation(Aggregation):
         self.encoder = MZSetTransformerEncoder(
             channels, channels, heads, num_generators, num_matrix_generators,
             2 * channels, None, num_induced_points, num_encoder_blocks, num_seed_points,
-            num_decoder_blocks, layer_norm, dropout, 'mean', backend, embed=False)
+            num_decoder_blocks, layer_norm, dropout, 'mean', backend, checkpoint_rows,
+            embed=False)
 
     def reset_parameters(self):
         self.encoder.reset_parameters()

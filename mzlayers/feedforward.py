@@ -1,7 +1,7 @@
 r"""The row-wise feed-forward network of the Set Transformer blocks."""
 import torch
 from torch import Tensor
-from torch.nn import Dropout, Linear, ReLU, Sequential
+from torch.nn import Dropout, Identity, Linear, ReLU, Sequential
 
 
 class FeedForward(torch.nn.Module):
@@ -12,7 +12,9 @@ class FeedForward(torch.nn.Module):
     Args:
         channels (int): Input and output size.
         hidden_channels (int): Hidden size.
-        dropout (float, optional): Dropout after the activation.
+        dropout (float, optional): Dropout after the activation (none at
+            all when :obj:`0.`, so that training keeps no copy of the hidden
+            layer).
             (default: :obj:`0.`)
         bias (bool, optional): If set to :obj:`False`, both linear maps have
             no bias (used on zonotope generators, so that a zero generator
@@ -35,7 +37,7 @@ class FeedForward(torch.nn.Module):
         self.net = Sequential(
             Linear(channels, hidden_channels, bias=bias),
             ReLU(),
-            Dropout(dropout),
+            Dropout(dropout) if dropout > 0 else Identity(),
             Linear(hidden_channels, channels, bias=bias),
         )
         self.reset_parameters()

@@ -9,6 +9,7 @@ from torch.nn import LayerNorm, Linear, Parameter
 
 from mzlayers._validate import resolve_layout
 from mzlayers.blocks import broadcast_queries
+from mzlayers.checkpoint import check_rows, checkpoint_rows
 from mzlayers.feedforward import FeedForward
 from mzlayers.layout import SetLayout
 from mzlayers.mz_attention import MZMultiheadAttention
@@ -41,8 +42,8 @@ class ZonotopeLayerNorm(LayerNorm):
         c, G = z.center, z.generators
         centred = c - c.mean(-1, keepdim=True)
         std = (centred.square().mean(-1, keepdim=True) + self.eps).sqrt()
-        G = (G - G.mean(-1, keepdim=True)) / std.unsqueeze(-2) * self.weight
-        return Zonotope(super().forward(c), G)
+        scale = (self.weight / std).unsqueeze(-2)  # [*, 1, d]
+        return Zonotope(super().forward(c), (G - G.mean(-1, keepdim=True)) * scale)
 
 
 class ZonotopeFeedForward(torch.nn.Module):
@@ -115,6 +116,14 @@ class MZMAB(torch.nn.Module):
         dropout (float, optional): Dropout. (default: :obj:`0.`)
         summary (str, optional): Gate statistic. (default: :obj:`'mean'`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        checkpoint_rows (int, optional): If set, the row-wise parts of the
+            block (after the attention sums: the matrix-zonotope product and
+            :math:`\mathbf{W}_O`; residuals, norms and FFNs), whose
+            activations carry :math:`n_g` generator rows per token, are not
+            stored for backward but recomputed in chunks of this many rows
+            (:func:`~mzlayers.checkpoint.checkpoint_rows`).  Same outputs and
+            gradients; less training memory for one more forward of those
+            parts. (default: :obj:`None`)
 
     Shapes:
         - **input:** :obj:`x` queries (:obj:`[N_q, *]` with
@@ -134,8 +143,10 @@ class MZMAB(torch.nn.Module):
         dropout: float = 0.0,
         summary: str = 'mean',
         backend: str = 'auto',
+        checkpoint_rows: int | None = None,
     ):
         super().__init__()
+        check_rows('checkpoint_rows', checkpoint_rows)
         self.channels = channels
         self.heads = heads
         self.num_generators = num_generators
@@ -144,8 +155,10 @@ class MZMAB(torch.nn.Module):
         self.layer_norm = layer_norm
         self.dropout = dropout
         self.backend = backend
+        self.checkpoint_rows = checkpoint_rows
         self.attn = MZMultiheadAttention(channels, heads, num_generators,
-                                         num_matrix_generators, summary, dropout, backend)
+                                         num_matrix_generators, summary, dropout, backend,
+                                         checkpoint_rows)
         self.ffn = ZonotopeFeedForward(channels, self.ff_channels,
                                        generator_ff_channels, dropout)
         self.norm1 = ZonotopeLayerNorm(channels) if layer_norm else torch.nn.Identity()
@@ -163,14 +176,42 @@ class MZMAB(torch.nn.Module):
         x = Zonotope.wrap(x, self.num_generators)
         o = self.attn(x, y, key_layout, query_layout)
         x = x.map(lambda t: broadcast_queries(t, query_layout, key_layout))
-        h = self.norm1(Zonotope(x.center + o.center, x.generators + o.generators))
-        return self.norm2(self.ffn(h))
+        rows = (x.center, x.generators, o.center, o.generators)
+        if self.checkpoint_rows is None:
+            return Zonotope(*self.rowwise(*rows))
+        return Zonotope(*checkpoint_rows(self.rowwise, rows, self.checkpoint_rows))
+
+    def rowwise(self, x_center: Tensor, x_generators: Tensor, o_center: Tensor,
+                o_generators: Tensor) -> tuple[Tensor, Tensor]:
+        r"""Everything after the attention, row by row:
+        :math:`\mathrm{LN}(H + \mathrm{FFN}(H))` with
+        :math:`H = \mathrm{LN}(X + O)`.
+
+        Args:
+            x_center (torch.Tensor): Query centres :obj:`[n, d]`.
+            x_generators (torch.Tensor): Query generators :obj:`[n, n_g, d]`.
+            o_center (torch.Tensor): Attention output centres :obj:`[n, d]`.
+            o_generators (torch.Tensor): Attention output generators
+                :obj:`[n, n_g, d]`.
+
+        Returns:
+            (torch.Tensor, torch.Tensor): centres :obj:`[n, d]`, generators
+            :obj:`[n, n_g, d]`.
+        """
+        h = self.norm1(Zonotope(x_center + o_center, x_generators + o_generators))
+        out = self.norm2(self.ffn(h))
+        return out.center, out.generators
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.channels}, heads={self.heads}, '
                 f'num_generators={self.num_generators}, '
                 f'num_matrix_generators={self.num_matrix_generators}, '
-                f'ff_channels={self.ff_channels}, backend={self.backend})')
+                f'ff_channels={self.ff_channels}, backend={self.backend}'
+                f'{_checkpoint_repr(self.checkpoint_rows)})')
+
+
+def _checkpoint_repr(rows: int | None) -> str:
+    return '' if rows is None else f', checkpoint_rows={rows}'
 
 
 class MZSAB(MZMAB):

@@ -54,6 +54,7 @@ class MZSetTransformerEncoder(torch.nn.Module):
         dropout: float = 0.1,
         summary: str = 'mean',
         backend: str = 'auto',
+        checkpoint_rows: int | None = None,
         embed: bool = True,
     ):
         super().__init__()
@@ -65,7 +66,7 @@ class MZSetTransformerEncoder(torch.nn.Module):
                     num_matrix_generators=num_matrix_generators,
                     ff_channels=ff_channels, generator_ff_channels=generator_ff_channels,
                     layer_norm=layer_norm, dropout=dropout,
-                    summary=summary, backend=backend)
+                    summary=summary, backend=backend, checkpoint_rows=checkpoint_rows)
         self.embedding = ZonotopeEmbedding(in_channels, channels, num_generators) \
             if embed else None
         self.encoders = ModuleList([MZISAB(channels, num_induced_points, **args)
@@ -138,6 +139,10 @@ class MZSetTransformer(torch.nn.Module):
         summary (str, optional): Gate statistic ``'mean'``, ``'moment'`` or
             ``'attention'``. (default: :obj:`'mean'`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        checkpoint_rows (int, optional): Recompute the row-wise part of every
+            MZ block in backward, in chunks of this many rows, instead of
+            storing it (see :class:`~mzlayers.mz_blocks.MZMAB`).
+            (default: :obj:`None`)
 
     Shapes:
         - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
@@ -162,6 +167,7 @@ class MZSetTransformer(torch.nn.Module):
         dropout: float = 0.1,
         summary: str = 'mean',
         backend: str = 'auto',
+        checkpoint_rows: int | None = None,
     ):
         super().__init__()
         check_choice('readout', readout, READOUTS)
@@ -175,7 +181,7 @@ class MZSetTransformer(torch.nn.Module):
             in_channels, channels, heads, num_generators, num_matrix_generators,
             ff_channels, generator_ff_channels, num_induced_points,
             num_encoder_blocks, num_seed_points, num_decoder_blocks, layer_norm,
-            dropout, summary, backend)
+            dropout, summary, backend, checkpoint_rows)
         self.head = MLP([2 * num_seed_points * channels, channels, out_channels],
                         norm=None)
         self.reset_parameters()
