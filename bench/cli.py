@@ -94,8 +94,8 @@ def _measure_blocks(config: str, device, scale: float, repeats: int, memory: boo
     r"""One MZ-ISAB vs one ISAB forward + backward on the batch of :obj:`config`."""
     torch.manual_seed(0)
     channels = overhead.CONFIGS[config][0]
-    data = overhead.block_inputs(config, device, scale)
-    steps = {b: train_step(overhead.make_block(b, channels).to(device), data)
+    steps = {b: train_step(overhead.make_block(b, channels).to(device),
+                           overhead.block_inputs(b, config, device, scale))
              for b in overhead.BLOCKS}
     jobs = {b: dict(model=b, config=config, mode='train', scale=scale, device=str(device))
             for b in overhead.BLOCKS}

@@ -7,14 +7,16 @@ memory of one MZ-ISAB forward + backward against a standard ISAB."""
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from mzlayers import ISAB, MZISAB, MZSetTransformer, SetTransformer
+from mzlayers import ISAB, MZISAB, MZSetTransformer, SetTransformer, Zonotope
 
 from .workloads import ragged
 
 CONFIGS = {'small': (64, 30), 'medium': (128, 50), 'large': (256, 100)}
 BATCH, IN_CHANNELS = 64, 8
 MODELS = ('standard', 'mz-full')
-BLOCKS = ('isab', 'mz-isab')
+BLOCKS = ('isab', 'mz-isab', 'mz-isab-recompute')
+#: Rows per chunk of the ``'mz-isab-recompute'`` block (``checkpoint_rows``).
+RECOMPUTE_ROWS = 256
 #: Target of one MZ-ISAB forward + backward: at most this many times the peak
 #: memory of a standard ISAB on the same batch.
 BLOCK_MEMORY_TARGET = 2.5
@@ -31,16 +33,26 @@ def make_model(name: str, channels: int) -> torch.nn.Module:
 
 def make_block(name: str, channels: int) -> torch.nn.Module:
     r"""One encoder block at the default configuration (16 inducing points,
-    4 heads, :math:`d_{ff} = 2d`; MZ: :math:`n_g = 8`, :math:`L = 4`)."""
+    4 heads, :math:`d_{ff} = 2d`; MZ: :math:`n_g = 8`, :math:`L = 4`;
+    ``'mz-isab-recompute'`` with :obj:`checkpoint_rows=RECOMPUTE_ROWS`)."""
     if name == 'isab':
         return ISAB(channels, 16, 4, 2 * channels)
-    return MZISAB(channels, 16, heads=4, ff_channels=2 * channels)
+    rows = RECOMPUTE_ROWS if name == 'mz-isab-recompute' else None
+    return MZISAB(channels, 16, heads=4, ff_channels=2 * channels, checkpoint_rows=rows)
 
 
-def block_inputs(config: str, device: torch.device, scale: float = 1.0):
-    r"""The batch of :func:`inputs` with features of the block width."""
+def block_inputs(name: str, config: str, device: torch.device, scale: float = 1.0):
+    r"""The batch of :func:`inputs` with features of the block width: plain
+    tokens for the ISAB, zonotope tokens (as the embedding makes them,
+    generators of scale :math:`1/\sqrt{n_g d}`) for the MZ-ISABs."""
     x, batch, num_sets = inputs(config, device, scale)
-    return torch.randn(x.size(0), CONFIGS[config][0], device=device), batch, num_sets
+    g = torch.Generator().manual_seed(2)
+    d = CONFIGS[config][0]
+    x = torch.randn(x.size(0), d, generator=g).to(device)
+    if name == 'isab':
+        return x, batch, num_sets
+    G = torch.randn(x.size(0), 8, d, generator=g).to(device) / (8 * d) ** 0.5
+    return Zonotope(x, G), batch, num_sets
 
 
 def inputs(config: str, device: torch.device, scale: float = 1.0):
@@ -53,7 +65,7 @@ def isab_flop_ratio(channels: int, n: int) -> float:
     r"""FLOPs of one forward of :class:`MZISAB` (n_g=8, L=4) over
     :class:`ISAB` on one set of :obj:`n` elements."""
     flops = []
-    for block in (make_block(name, channels) for name in BLOCKS):
+    for block in (make_block(name, channels) for name in BLOCKS[:2]):
         x = torch.randn(n, channels)
         with FlopCounterMode(display=False) as counter:
             block(x)
@@ -82,7 +94,7 @@ def build(job: dict):
     channels = CONFIGS[job['config']][0]
     if job['model'] in BLOCKS:
         model = make_block(job['model'], channels).to(device)
-        data = block_inputs(job['config'], device, job.get('scale', 1.0))
+        data = block_inputs(job['model'], job['config'], device, job.get('scale', 1.0))
     else:
         model = make_model(job['model'], channels).to(device)
         data = inputs(job['config'], device, job.get('scale', 1.0))
