@@ -79,9 +79,11 @@ def _segment_shared(q, k, v, layout: SetLayout, dropout: float) -> Tensor:
     M, H, D = q.shape
     N, B = layout.num_elements, layout.num_sets
     score = torch.einsum('nhd,mhd->nhm', k, q).reshape(N, H * M) / D**0.5
-    peak = torch.segment_reduce(score.detach(), 'max', lengths=layout.count_tensor)
+    index = layout.batch[:, None].expand_as(score)
+    peak = score.new_zeros(B, H * M).scatter_reduce_(0, index, score.detach(), 'amax',
+                                                     include_self=False)
     weight = (score - peak.index_select(0, layout.batch)).exp()
-    total = torch.segment_reduce(weight, 'sum', lengths=layout.count_tensor)  # [B, H * M]
+    total = score.new_zeros(B, H * M).index_add(0, layout.batch, weight)  # >= 1 unless empty
     weight = F.dropout(weight, p=dropout, training=dropout > 0)
     out = _BlockSum.apply(weight.reshape(N * H, M), v.reshape(N * H, v.size(-1)), layout, H)
     out = out / torch.where(total > 0, total, 1).view(B, H, M, 1)  # [B, H, M, d_v]
@@ -111,8 +113,11 @@ def _segment_pairs(q, k, v, key_layout, query_layout, dropout) -> Tensor:
 def _block_product(rows: Tensor, blocks: Tensor, layout: SetLayout) -> Tensor:
     # out[(x, h)] = rows[(x, h)] @ blocks[b_x, h]: [N * H, W] from [N * H, K], [B, H, K, W].
     B, H, K, W = blocks.shape
+    if W == 1:  # a matrix-vector product: gathering the blocks costs no more than rows
+        blocks = blocks.reshape(B * H, K).index_select(0, layout.block_index(H, 1))
+        return (rows.to(blocks.dtype) * blocks).sum(-1, keepdim=True)
     index = layout.block_index(H, K)
-    offsets = torch.arange(0, index.numel() + 1, K, device=index.device)
+    offsets = torch.arange(0, index.numel() + 1, K, dtype=index.dtype, device=index.device)
     return _bag_sum(rows.reshape(-1), blocks.reshape(B * H * K, W), index, offsets)
 
 
@@ -120,7 +125,7 @@ def _block_sum(a: Tensor, c: Tensor, layout: SetLayout, heads: int) -> Tensor:
     # out[b, h] = sum_{x in b} a[(x, h)]^T c[(x, h)]: [B, H, K, W] from [N * H, K], [N * H, W].
     K, W = a.size(-1), c.size(-1)
     index, offsets = layout.block_sum_bags(heads, K)
-    weight = a.reshape(layout.num_elements, heads, K).permute(1, 2, 0).reshape(-1)  # (h, k, x)
+    weight = a.reshape(layout.num_elements, heads * K).t().contiguous().view(-1)  # (h, k, x)
     out = _bag_sum(weight, c, index, offsets)  # [H * K * B, W]
     return out.view(heads, K, layout.num_sets, W).permute(2, 0, 1, 3)
 
