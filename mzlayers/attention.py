@@ -78,7 +78,7 @@ def set_attention(
 def _segment_shared(q, k, v, layout: SetLayout, dropout: float) -> Tensor:
     M, H, D = q.shape
     N, B = layout.num_elements, layout.num_sets
-    score = torch.einsum('nhd,mhd->nhm', k, q).reshape(N, H * M) / D**0.5
+    score = torch.einsum('nhd,mhd->nhm', k, q / D**0.5).reshape(N, H * M)
     index = layout.batch[:, None].expand_as(score)
     peak = score.new_zeros(B, H * M).scatter_reduce_(0, index, score.detach(), 'amax',
                                                      include_self=False)
@@ -94,13 +94,13 @@ def _segment_pairs(q, k, v, key_layout, query_layout, dropout) -> Tensor:
     N, H, D = q.shape
     width = key_layout.counts[0] if len(set(key_layout.counts)) == 1 else 0
     if width > 0:  # [W] keys in every set (e.g. pooled): blocks, no ragged gathers
-        keys = k.reshape(-1, width, H, D).permute(0, 2, 3, 1)  # [B, H, d_k, W]
-        score = _BlockProduct.apply(q.reshape(N * H, D), keys, query_layout) / D**0.5
+        keys = k.reshape(-1, width, H, D).permute(0, 2, 3, 1) / D**0.5  # [B, H, d_k, W]
+        score = _BlockProduct.apply(q.reshape(N * H, D), keys, query_layout)
         weight = F.dropout(score.softmax(-1), p=dropout, training=dropout > 0)
         values = v.reshape(-1, width, H, v.size(-1)).transpose(1, 2)  # [B, H, W, d_v]
         return _BlockProduct.apply(weight, values, query_layout).view(N, H, v.size(-1))
     bags = key_layout.pair_bags(query_layout, H)
-    score = _SampledDot.apply(q.reshape(-1, D), k.reshape(-1, D), bags) / D**0.5  # [S]
+    score = _SampledDot.apply(q.reshape(-1, D), k.reshape(-1, D) / D**0.5, bags)  # [S]
     peak = torch.segment_reduce(score.detach(), 'max', offsets=bags.offsets)
     weight = (score - peak.index_select(0, bags.bag)).exp()
     total = torch.segment_reduce(weight, 'sum', offsets=bags.offsets)  # >= 1 unless empty
@@ -169,8 +169,10 @@ class _BlockSum(torch.autograd.Function):
 
 
 def _bag_sum(weight: Tensor, table: Tensor, index: Tensor, offsets: Tensor) -> Tensor:
-    return F.embedding_bag(index, table, offsets, mode='sum',
-                           per_sample_weights=weight.to(table.dtype),
+    # Called inside the autograd functions below only: detached inputs take
+    # embedding_bag's forward-only kernel.
+    return F.embedding_bag(index, table.detach(), offsets, mode='sum',
+                           per_sample_weights=weight.detach().to(table.dtype),
                            include_last_offset=True)
 
 
