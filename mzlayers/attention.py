@@ -15,10 +15,39 @@ and ISAB's second block).
 
 Backends:
 
-* ``'segment'``: no padding; scores normalised with
-  :func:`torch_geometric.utils.softmax` and values summed with
-  :func:`torch_geometric.utils.scatter`.  Learned queries use one dense score
-  product against all keys before segment normalisation.
+* ``'segment'``: no padding and no :obj:`[N, m, H, d]` intermediate (for
+  :math:`m` queries or keys per set); every weighted sum is one
+  :func:`~torch.nn.functional.embedding_bag` (``mode='sum'`` with
+  ``per_sample_weights``) over index tensors cached on the
+  :class:`~mzlayers.layout.SetLayout`, and hand-written backward passes
+  that are bag sums again (embedding_bag's own weight gradient sorts its
+  indices).  Three cases:
+
+  - learned queries (:math:`M` shared by all sets): the scores are one
+    dense product :obj:`[N, H, M]` against every key; the per-set softmax
+    statistics (max, then sum) come from
+    :meth:`~torch.Tensor.scatter_reduce_` and
+    :meth:`~torch.Tensor.index_add`; each set's
+    :math:`\sum_{j \in b} e_{j,h,m} \mathbf{v}_{j,h}` is a per-set sum of
+    outer products (bags :math:`(h, m, b)`), normalised after the sum (so
+    dropout on the unnormalised weights equals dropout on the attention
+    weights);
+  - keys with the same count :math:`W` in every set (ISAB's second block,
+    whose keys are the :math:`m` pooled tokens of
+    :meth:`~mzlayers.layout.SetLayout.pooled`): scores and outputs are
+    products of every query row with the :obj:`[d, W]` key block and the
+    :obj:`[W, d_v]` value block of its set (bags of :math:`d` block rows)
+    and a dense softmax over :math:`W`;
+  - ragged keys (self-attention on the sets): one bag per query and head
+    over the :math:`E` same-set pairs, scores by
+    embedding_bag's per-sample-weight kernel (a sampled dot product),
+    segment softmax, and a transposed plan (:class:`~mzlayers.layout.Bags`)
+    for the key and value gradients; :obj:`[E, H]` scores and weights
+    remain, no :obj:`[E, H, d]` gathers.
+
+  An empty set gives an exactly zero output (an empty bag) and no NaN.
+  Gradients are first order only (the hand-written backward passes are
+  not differentiable again).
 * ``'dense'``: :func:`~torch_geometric.utils.to_dense_batch` padding and a
   masked :func:`~torch.nn.functional.scaled_dot_product_attention`.
 * ``'auto'`` (default): the dense kernel on size buckets whose sets differ at

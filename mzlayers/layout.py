@@ -70,7 +70,8 @@ class Bucket:
 
 @dataclass
 class Bags:
-    r"""The segment plan of one attention call: :obj:`S` weighted samples,
+    r"""The segment plan of attention from set-element queries to ragged
+    keys (:meth:`SetLayout.pair_bags`): :obj:`S` weighted samples,
     sample :math:`s` reading table row :obj:`index[s]` into bag
     :obj:`bag[s]`; the bags are the contiguous runs
     :obj:`offsets[b]:offsets[b + 1]` of the flat sample order (the
