@@ -121,6 +121,7 @@ def _segment_shared(q, k, v, layout: SetLayout, dropout: float) -> Tensor:
 
 def _segment_pairs(q, k, v, key_layout, query_layout, dropout) -> Tensor:
     N, H, D = q.shape
+    key_layout.check_queries(query_layout)
     width = key_layout.counts[0] if len(set(key_layout.counts)) == 1 else 0
     if width > 0:  # [W] keys in every set (e.g. pooled): blocks, no ragged gathers
         keys = k.reshape(-1, width, H, D).permute(0, 2, 3, 1) / D**0.5  # [B, H, d_k, W]
@@ -198,8 +199,8 @@ class _BlockSum(torch.autograd.Function):
 
 
 def _bag_sum(weight: Tensor, table: Tensor, index: Tensor, offsets: Tensor) -> Tensor:
-    # Called inside the autograd functions below only: detached inputs take
-    # embedding_bag's forward-only kernel.
+    # Called inside this module's autograd functions only: detached inputs
+    # take embedding_bag's forward-only kernel.
     return F.embedding_bag(index, table.detach(), offsets, mode='sum',
                            per_sample_weights=weight.detach().to(table.dtype),
                            include_last_offset=True)

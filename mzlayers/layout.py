@@ -234,21 +234,25 @@ class SetLayout:
     def _arange(self, n: int, dtype: torch.dtype) -> Tensor:
         return torch.arange(n, dtype=dtype, device=self.device)
 
+    def check_queries(self, queries: 'SetLayout') -> None:
+        r"""Raises a :class:`ValueError` unless the query layout
+        :obj:`queries` holds the same sets as this (key) layout."""
+        if queries.num_sets != self.num_sets:
+            raise ValueError(f"Query and key layouts must hold the same sets (got "
+                             f"{queries.num_sets} and {self.num_sets})")
+
     def pair_bags(self, queries: 'SetLayout', heads: int) -> 'Bags':
         r"""The :class:`Bags` of queries that are the elements of
         :obj:`queries` (a layout with the same sets): bag :math:`(i, h)` sums
         over the elements :math:`j` of the set of :math:`i`, samples in the
         flat order :math:`(i, h, j)`, table rows :math:`j H + h`."""
-        if queries.num_sets != self.num_sets:
-            raise ValueError(f"Query and key layouts must hold the same sets (got "
-                             f"{queries.num_sets} and {self.num_sets})")
+        self.check_queries(queries)
         return self.cached(('pair_bags', queries, heads),
                            lambda: _pair_bags(self, queries, heads))
 
     def _build_plan(self, queries, max_padding) -> list[Bucket]:
-        if queries is not None and queries.num_sets != self.num_sets:
-            raise ValueError(f"Query and key layouts must hold the same sets (got "
-                             f"{queries.num_sets} and {self.num_sets})")
+        if queries is not None:
+            self.check_queries(queries)
         groups = _size_groups(self.counts, max_padding)
         return [self._bucket(ids, queries, single=len(groups) == 1) for ids in groups]
 

@@ -229,18 +229,28 @@ def test_block_plans_index_every_set_and_head():
                 assert members.tolist() == expected
 
 
-def test_pair_plan_rejects_layouts_of_other_sets():
-    layout = _layout(torch.arange(3), 3)
+@pytest.mark.parametrize('key_sizes', [(2, 2, 2), (1, 3, 2)])
+def test_segment_pairs_reject_layouts_of_other_sets(key_sizes):
+    _, key_batch, B = ragged_batch(sizes=key_sizes)
+    key_layout, query_layout = _layout(key_batch, B), _layout(torch.arange(2), 2)
+    q, k, v = _inputs(2, key_batch.numel())
     with pytest.raises(ValueError, match='same sets'):
-        layout.pair_bags(_layout(torch.arange(2), 2), H)
+        set_attention(q, k, v, key_layout, query_layout, 'segment')
+    with pytest.raises(ValueError, match='same sets'):
+        key_layout.pair_bags(query_layout, H)
 
 
-@pytest.mark.parametrize('shared', [True, False])
-def test_segment_dropout_keeps_the_expected_output(shared):
+@pytest.mark.parametrize('queries', ['learned', 'pooled', 'elements'])
+def test_segment_dropout_keeps_the_expected_output(queries):
     _, batch, B = ragged_batch(sizes=(4, 0, 6))
-    key_layout = _layout(batch, B)
-    query_layout = None if shared else key_layout.pooled(2)
-    q, k, v = _inputs(M if shared else 2 * B, batch.numel())
+    layout = _layout(batch, B)
+    key_layout, query_layout = {  # ragged keys, or the 2 pooled tokens of every set
+        'learned': (layout, None),
+        'pooled': (layout, layout.pooled(2)),
+        'elements': (layout.pooled(2), layout),
+    }[queries]
+    num_queries = M if query_layout is None else query_layout.num_elements
+    q, k, v = _inputs(num_queries, key_layout.num_elements)
     exact = set_attention(q, k, v, key_layout, query_layout, 'segment')
     torch.manual_seed(0)
     draws = torch.stack([set_attention(q, k, v, key_layout, query_layout, 'segment', 0.5)
