@@ -107,7 +107,11 @@ def set_attention(
 def _segment_shared(q, k, v, layout: SetLayout, dropout: float) -> Tensor:
     M, H, D = q.shape
     N, B = layout.num_elements, layout.num_sets
-    score = torch.einsum('nhd,mhd->nhm', k, q / D**0.5).reshape(N, H * M)
+    q = q / D**0.5
+    if M == 1:  # a product with inner size 1 is slow as a batched matmul
+        score = (k * q).sum(-1)  # [N, H]
+    else:
+        score = torch.einsum('nhd,mhd->nhm', k, q).reshape(N, H * M)
     index = layout.batch[:, None].expand_as(score)
     peak = score.new_zeros(B, H * M).scatter_reduce_(0, index, score.detach(), 'amax',
                                                      include_self=False)
