@@ -50,9 +50,16 @@ Backends:
   not differentiable again).
 * ``'dense'``: :func:`~torch_geometric.utils.to_dense_batch` padding and a
   masked :func:`~torch.nn.functional.scaled_dot_product_attention`.
-* ``'auto'`` (default): the dense kernel on size buckets whose sets differ at
-  most :obj:`AUTO_MAX_PADDING` times, so a skewed batch is not padded to its
-  largest set while a uniform batch is one fused call.
+* ``'auto'`` (default): chooses per call, from measurements on CPU
+  (:file:`bench/`).  On CPU, learned queries over sets of unequal size, and
+  set-element queries of unequal size over keys of one width per set
+  (ISAB's second block), run the segment kernel: it does the same work
+  without padding and was faster than the padded kernel on every such
+  workload we measured.  Everything else — sets of equal size (a view of
+  the input, attended without a mask), self-attention over ragged keys, and
+  every call on other devices (not measured) — runs the dense kernel on size
+  buckets whose sets differ at most :obj:`AUTO_MAX_PADDING` times, so a
+  skewed batch is not padded to its largest set.
 """
 
 import torch
@@ -96,12 +103,22 @@ def set_attention(
         torch.Tensor: :obj:`[B * M, H, d_v]` (set-major) for learned queries,
         :obj:`[N_q, H, d_v]` otherwise.
     """
-    if backend == 'segment':
+    if backend == 'segment' or (backend == 'auto' and _auto_segment(
+            q, key_layout, query_layout)):
         if query_layout is None:
             return _segment_shared(q, k, v, key_layout, dropout)
         return _segment_pairs(q, k, v, key_layout, query_layout, dropout)
     max_padding = AUTO_MAX_PADDING if backend == 'auto' else None
     return _dense(q, k, v, key_layout, query_layout, dropout, max_padding)
+
+
+def _auto_segment(q: Tensor, key_layout: SetLayout, query_layout: SetLayout | None) -> bool:
+    r"""Whether ``'auto'`` runs the segment kernel (see the module docstring)."""
+    if q.device.type != 'cpu':
+        return False
+    if query_layout is None:
+        return not key_layout.equal_sizes
+    return key_layout.equal_sizes and not query_layout.equal_sizes
 
 
 def _segment_shared(q, k, v, layout: SetLayout, dropout: float) -> Tensor:
@@ -126,7 +143,7 @@ def _segment_shared(q, k, v, layout: SetLayout, dropout: float) -> Tensor:
 def _segment_pairs(q, k, v, key_layout, query_layout, dropout) -> Tensor:
     N, H, D = q.shape
     key_layout.check_queries(query_layout)
-    width = key_layout.counts[0] if len(set(key_layout.counts)) == 1 else 0
+    width = key_layout.counts[0] if key_layout.equal_sizes and key_layout.counts else 0
     if width > 0:  # [W] keys in every set (e.g. pooled): blocks, no ragged gathers
         keys = k.reshape(-1, width, H, D).permute(0, 2, 3, 1) / D**0.5  # [B, H, d_k, W]
         score = _BlockProduct.apply(q.reshape(N * H, D), keys, query_layout)

@@ -162,6 +162,11 @@ class SetLayout:
         return self.count_tensor > 0
 
     @property
+    def equal_sizes(self) -> bool:
+        r""":obj:`True` when every set has the same number of elements."""
+        return len(set(self.counts)) <= 1
+
+    @property
     def padding_ratio(self) -> float:
         r"""Padded size over real size when every set is padded to the largest."""
         if self.num_elements == 0:

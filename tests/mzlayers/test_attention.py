@@ -275,3 +275,27 @@ def test_segment_bf16_autocast_is_close_to_float32(key_sizes, shared):
     assert torch.allclose(low.float(), exact, atol=0.05)
     grads = torch.autograd.grad(low.float().sum(), (q, k, v))
     assert all(torch.isfinite(g).all() for g in grads)
+
+
+@pytest.mark.parametrize('case', ['learned-ragged', 'learned-equal', 'pooled-keys',
+                                  'pooled-keys-equal', 'ragged-keys'])
+def test_auto_backend_dispatch_on_cpu(case):
+    ragged = torch.tensor([0, 0, 0, 1, 2, 2, 2, 2, 2, 2, 2])
+    equal = torch.arange(3).repeat_interleave(4)
+    batch = equal if case.endswith('equal') else ragged
+    layout = _layout(batch, 3)
+    n = batch.numel()
+    if case.startswith('learned'):
+        key_layout, query_layout = layout, None
+        q, k = torch.randn(M, H, DK), torch.randn(n, H, DK)
+    elif case.startswith('pooled'):
+        key_layout, query_layout = layout.pooled(2), layout
+        q, k = torch.randn(n, H, DK), torch.randn(6, H, DK)
+    else:
+        key_layout, query_layout = layout, layout
+        q, k = torch.randn(n, H, DK), torch.randn(n, H, DK)
+    v = torch.randn(k.size(0), H, DV)
+    expected = 'dense' if case in ('learned-equal', 'pooled-keys-equal', 'ragged-keys') \
+        else 'segment'
+    auto = set_attention(q, k, v, key_layout, query_layout, 'auto')
+    assert torch.equal(auto, set_attention(q, k, v, key_layout, query_layout, expected))
