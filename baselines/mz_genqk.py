@@ -40,10 +40,9 @@ class GenQKAttention(MZMultiheadAttention):
         summary: str = 'mean',
         dropout: float = 0.0,
         backend: str = 'auto',
-        checkpoint_rows: int | None = None,
     ):
         super().__init__(channels, heads, num_generators, num_matrix_generators,
-                         summary, dropout, backend, checkpoint_rows)
+                         summary, dropout, backend)
         self.lin_q_gen = Linear(channels, channels)
         self.lin_k_gen = Linear(channels, channels)
         self._score_terms: tuple[Tensor, Tensor] | None = None
@@ -93,4 +92,4 @@ class MZGenQKSetTransformer(MZSetTransformer):
         super().__init__(in_channels, out_channels, **kwargs)
         swap_attention(all_mabs(self), lambda old: GenQKAttention(
             old.channels, old.heads, old.num_generators, old.num_matrix_generators,
-            old.summary.kind, old.dropout, old.backend, old.checkpoint_rows))
+            old.summary.kind, old.dropout, old.backend))

@@ -12,6 +12,7 @@ skewed batch (a few huge sets among many small ones) is padded at most
 :obj:`max_padding` times per bucket instead of to the global maximum.
 """
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Optional
 
 import torch
@@ -160,6 +161,20 @@ class SetLayout:
     def nonempty(self) -> Tensor:
         r"""Boolean :obj:`[B]`, :obj:`True` for sets with at least one element."""
         return self.count_tensor > 0
+
+    def row_range(self, start: int, stop: int) -> tuple[int, int]:
+        r"""The rows :obj:`[lo, hi)` of sets :obj:`start` to :obj:`stop - 1`
+        (host integers, no device sync)."""
+        offsets = self.cached(('offsets',), lambda: list(accumulate(self.counts, initial=0)))
+        return offsets[start], offsets[stop]
+
+    def subset(self, start: int, stop: int) -> 'SetLayout':
+        r"""The layout of sets :obj:`start` to :obj:`stop - 1` alone,
+        renumbered from 0 (its rows are :meth:`row_range`)."""
+        def build():
+            lo, hi = self.row_range(start, stop)
+            return SetLayout(self.batch[lo:hi] - start, stop - start, self.counts[start:stop])
+        return self.cached(('subset', start, stop), build)
 
     @property
     def equal_sizes(self) -> bool:

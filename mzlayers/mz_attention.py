@@ -4,7 +4,6 @@ import torch
 from torch import Tensor
 from torch.nn import Linear, Parameter
 
-from mzlayers.checkpoint import check_rows, checkpoint_rows
 from mzlayers.layout import SetLayout
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.summary import SetSummary
@@ -56,10 +55,6 @@ class MZMultiheadAttention(MultiheadSetAttention):
         dropout (float, optional): Dropout on attention weights.
             (default: :obj:`0.`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
-        checkpoint_rows (int, optional): If set, :meth:`project` (which
-            carries :math:`n_g` generator rows per token) is not stored for
-            backward but recomputed in chunks of this many rows
-            (:func:`~mzlayers.checkpoint.checkpoint_rows`). (default: :obj:`None`)
 
     Shapes:
         - **input:** query zonotope :obj:`[N_q, ...]` (or :obj:`[M, ...]`
@@ -77,11 +72,8 @@ class MZMultiheadAttention(MultiheadSetAttention):
         summary: str = 'mean',
         dropout: float = 0.0,
         backend: str = 'auto',
-        checkpoint_rows: int | None = None,
     ):
         super().__init__(channels, heads, dropout, backend)
-        check_rows('checkpoint_rows', checkpoint_rows)
-        self.checkpoint_rows = checkpoint_rows
         self.num_generators = num_generators
         self.num_matrix_generators = num_matrix_generators
         H, L, C = heads, num_matrix_generators, self.head_channels
@@ -109,19 +101,9 @@ class MZMultiheadAttention(MultiheadSetAttention):
         gamma = torch.tanh(self.lin_gate(mu))
         return gamma.view(-1, self.heads, self.num_matrix_generators)
 
-    def aggregate(self, x: Zonotope | Tensor, y: Zonotope | Tensor,
-                  key_layout: SetLayout, query_layout: SetLayout | None = None
-                  ) -> tuple[Tensor, Tensor]:
-        r"""The set-level part of the layer: the attention sums
-        :math:`(\hat{\mathbf{c}}, \hat{G})` per head and the gates
-        :math:`\gamma` of every query row's set.  Everything after it
-        (:meth:`project`) acts on each query row alone.
-
-        Returns:
-            (torch.Tensor, torch.Tensor): the sums :obj:`[N_q, H, 1 + n_g,
-            d_k]` (centre first, then the generators) and the gates
-            :obj:`[N_q, H, L]`.
-        """
+    def forward(self, x: Zonotope | Tensor, y: Zonotope | Tensor,
+                key_layout: SetLayout,
+                query_layout: SetLayout | None = None) -> Zonotope:
         x, y = Zonotope.wrap(x, self.num_generators), Zonotope.wrap(y, self.num_generators)
         H, C, G = self.heads, self.head_channels, self.num_generators
         q = self.split_heads(self.lin_q(x.center))
@@ -131,40 +113,18 @@ class MZMultiheadAttention(MultiheadSetAttention):
         v_g = self.split_heads(v.generators).transpose(1, 2)  # [N, H, n_g, C]
         values = torch.cat([v_c, v_g], dim=2).flatten(2)  # [N, H, (1 + n_g) C]
         out = self.attend(q, k, values, key_layout, query_layout)
+        out = out.view(-1, H, 1 + G, C)
+        agg = Zonotope(out[:, :, 0], out[:, :, 1:])  # [N_q, H, C], [N_q, H, n_g, C]
+
         gamma = self.gates(y, key_layout)
         if query_layout is None:  # learned queries: rows are set-major
             gamma = gamma.repeat_interleave(x.center.size(0), dim=0)
         else:
             gamma = gamma[query_layout.batch]
-        return out.view(-1, H, 1 + G, C), gamma
-
-    def project(self, agg: Tensor, gamma: Tensor) -> tuple[Tensor, Tensor]:
-        r"""The row-wise part of the layer: the gated matrix zonotope
-        :math:`M^{(h)}(\mu)` per head (:meth:`Zonotope.mz_product_budgeted`),
-        head concatenation and :math:`\mathbf{W}_O`.
-
-        Args:
-            agg (torch.Tensor): Attention sums :obj:`[n, H, 1 + n_g, d_k]`
-                from :meth:`aggregate`.
-            gamma (torch.Tensor): Gates :obj:`[n, H, L]`.
-
-        Returns:
-            (torch.Tensor, torch.Tensor): centres :obj:`[n, d]`, generators
-            :obj:`[n, n_g, d]`.
-        """
-        o = Zonotope(agg[:, :, 0], agg[:, :, 1:]).mz_product_budgeted(
-            self.matrix_center, self.matrix_generators, gamma, self.mix)
+        o = agg.mz_product_budgeted(self.matrix_center, self.matrix_generators,
+                                    gamma, self.mix)
         o = Zonotope(o.center.flatten(-2), o.generators.transpose(1, 2).flatten(-2))
-        o = o.linear_map(self.lin_o.weight, self.lin_o.bias)
-        return o.center, o.generators
-
-    def forward(self, x: Zonotope | Tensor, y: Zonotope | Tensor,
-                key_layout: SetLayout,
-                query_layout: SetLayout | None = None) -> Zonotope:
-        rows = self.aggregate(x, y, key_layout, query_layout)
-        if self.checkpoint_rows is None:
-            return Zonotope(*self.project(*rows))
-        return Zonotope(*checkpoint_rows(self.project, rows, self.checkpoint_rows))
+        return o.linear_map(self.lin_o.weight, self.lin_o.bias)
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.channels}, heads={self.heads}, '

@@ -9,7 +9,7 @@ from torch.nn import LayerNorm, Linear, Parameter
 
 from mzlayers._validate import resolve_layout
 from mzlayers.blocks import broadcast_queries
-from mzlayers.checkpoint import check_rows, checkpoint_rows
+from mzlayers.checkpoint import check_rows, checkpoint_sets
 from mzlayers.feedforward import FeedForward
 from mzlayers.layout import SetLayout
 from mzlayers.mz_attention import MZMultiheadAttention
@@ -116,14 +116,16 @@ class MZMAB(torch.nn.Module):
         dropout (float, optional): Dropout. (default: :obj:`0.`)
         summary (str, optional): Gate statistic. (default: :obj:`'mean'`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
-        checkpoint_rows (int, optional): If set, the row-wise parts of the
-            block (after the attention sums: the matrix-zonotope product and
-            :math:`\mathbf{W}_O`; residuals, norms and FFNs), whose
-            activations carry :math:`n_g` generator rows per token, are not
-            stored for backward but recomputed in chunks of this many rows
-            (:func:`~mzlayers.checkpoint.checkpoint_rows`).  Same outputs and
-            gradients; less training memory for one more forward of those
-            parts. (default: :obj:`None`)
+        checkpoint_rows (int, optional): If set, the block's activations,
+            which carry :math:`n_g` generator rows per token, are not stored
+            for backward but recomputed on chunks of whole sets with about
+            this many query and key rows each
+            (:func:`~mzlayers.checkpoint.checkpoint_sets`): only the block's
+            inputs and outputs are kept.  Same outputs and gradients (without
+            dropout; with dropout, chunks draw their masks in turn); less
+            training memory for a second forward.  Forward hooks of the
+            attention fire once per chunk, and again in backward.
+            (default: :obj:`None`)
 
     Shapes:
         - **input:** :obj:`x` queries (:obj:`[N_q, *]` with
@@ -157,8 +159,7 @@ class MZMAB(torch.nn.Module):
         self.backend = backend
         self.checkpoint_rows = checkpoint_rows
         self.attn = MZMultiheadAttention(channels, heads, num_generators,
-                                         num_matrix_generators, summary, dropout, backend,
-                                         checkpoint_rows)
+                                         num_matrix_generators, summary, dropout, backend)
         self.ffn = ZonotopeFeedForward(channels, self.ff_channels,
                                        generator_ff_channels, dropout)
         self.norm1 = ZonotopeLayerNorm(channels) if layer_norm else torch.nn.Identity()
@@ -174,31 +175,27 @@ class MZMAB(torch.nn.Module):
     def forward(self, x: ZonotopeLike, y: ZonotopeLike, key_layout: SetLayout,
                 query_layout: SetLayout | None = None) -> Zonotope:
         x = Zonotope.wrap(x, self.num_generators)
-        o = self.attn(x, y, key_layout, query_layout)
-        x = x.map(lambda t: broadcast_queries(t, query_layout, key_layout))
-        rows = (x.center, x.generators, o.center, o.generators)
+        y = Zonotope.wrap(y, self.num_generators)
         if self.checkpoint_rows is None:
-            return Zonotope(*self.rowwise(*rows))
-        return Zonotope(*checkpoint_rows(self.rowwise, rows, self.checkpoint_rows))
+            return Zonotope(*self.block(x.center, x.generators, y.center, y.generators,
+                                        key_layout, query_layout))
+        return checkpoint_sets(self.block, x, y, key_layout, query_layout,
+                               self.checkpoint_rows)
 
-    def rowwise(self, x_center: Tensor, x_generators: Tensor, o_center: Tensor,
-                o_generators: Tensor) -> tuple[Tensor, Tensor]:
-        r"""Everything after the attention, row by row:
-        :math:`\mathrm{LN}(H + \mathrm{FFN}(H))` with
-        :math:`H = \mathrm{LN}(X + O)`.
-
-        Args:
-            x_center (torch.Tensor): Query centres :obj:`[n, d]`.
-            x_generators (torch.Tensor): Query generators :obj:`[n, n_g, d]`.
-            o_center (torch.Tensor): Attention output centres :obj:`[n, d]`.
-            o_generators (torch.Tensor): Attention output generators
-                :obj:`[n, n_g, d]`.
+    def block(self, x_center: Tensor, x_generators: Tensor, y_center: Tensor,
+              y_generators: Tensor, key_layout: SetLayout,
+              query_layout: SetLayout | None) -> tuple[Tensor, Tensor]:
+        r"""The block on tensors (the function that
+        :func:`~mzlayers.checkpoint.checkpoint_sets` recomputes).
 
         Returns:
-            (torch.Tensor, torch.Tensor): centres :obj:`[n, d]`, generators
-            :obj:`[n, n_g, d]`.
+            (torch.Tensor, torch.Tensor): centres :obj:`[N_q, d]` (or
+            :obj:`[B * M, d]`) and generators :obj:`[*, n_g, d]`.
         """
-        h = self.norm1(Zonotope(x_center + o_center, x_generators + o_generators))
+        x, y = Zonotope(x_center, x_generators), Zonotope(y_center, y_generators)
+        o = self.attn(x, y, key_layout, query_layout)
+        x = x.map(lambda t: broadcast_queries(t, query_layout, key_layout))
+        h = self.norm1(Zonotope(x.center + o.center, x.generators + o.generators))
         out = self.norm2(self.ffn(h))
         return out.center, out.generators
 

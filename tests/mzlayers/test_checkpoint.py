@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from mzlayers import MZISAB, MZMAB, MZPMA, MZSAB, MZMultiheadAttention, MZSetTransformer
-from mzlayers.checkpoint import checkpoint_rows
+from mzlayers import MZISAB, MZMAB, MZPMA, MZSAB, MZSetTransformer, SetLayout, Zonotope
+from mzlayers.checkpoint import set_chunks
 
 from .helpers import ragged_batch
 
@@ -60,31 +60,47 @@ def test_checkpointing_keeps_less_for_backward():
     assert recomputed < 0.5 * stored
 
 
+def test_set_chunks_keep_sets_whole():
+    assert set_chunks([3, 1, 0, 7, 2, 40], 5) == [(0, 3), (3, 4), (4, 5), (5, 6)]
+    assert set_chunks([3, 1, 0, 7, 2, 40], 1000) == [(0, 6)]
+    assert set_chunks([], 5) == []
+
+
+def _used(block):
+    return [p for name, p in block.named_parameters() if 'summary' not in name]
+
+
 def test_dropout_replays_in_the_recomputation():
     torch.manual_seed(0)
-    lin = torch.nn.Linear(6, 6)
-    x = torch.randn(11, 6, requires_grad=True)
-
-    def fn(t):
-        return (torch.nn.functional.dropout(lin(t), 0.5, training=True).tanh(),)
-
+    block = MZSAB(C, dropout=0.3, **MZ).double()
+    x, batch, num_sets = ragged_batch()
+    layout = SetLayout.from_batch(batch, x.size(0), num_sets, x.device)
+    z = Zonotope(x, torch.randn(x.size(0), 3, C, dtype=x.dtype))
+    block.checkpoint_rows = 10
     torch.manual_seed(1)
-    out = checkpoint_rows(fn, (x,), rows=4)[0]
-    grad = torch.autograd.grad(out.square().sum(), (x, lin.weight))
+    out = block(z, layout=layout)
+    out = torch.cat([out.center, out.generators.flatten(1)], dim=1)
+    grads = torch.autograd.grad(out.sin().sum(), _used(block))
     torch.manual_seed(1)  # the same chunks in the same order, nothing recomputed
-    ref = torch.cat([fn(chunk)[0] for chunk in x.split(4)])
-    ref_grad = torch.autograd.grad(ref.square().sum(), (x, lin.weight))
+    parts = []
+    for start, stop in set_chunks([2 * c for c in layout.counts], 10):
+        sub, (lo, hi) = layout.subset(start, stop), layout.row_range(start, stop)
+        c, G = block.block(x[lo:hi], z.generators[lo:hi], x[lo:hi], z.generators[lo:hi],
+                           sub, sub)
+        parts.append(torch.cat([c, G.flatten(1)], dim=1))
+    ref = torch.cat(parts)
+    ref_grads = torch.autograd.grad(ref.sin().sum(), _used(block))
     assert torch.equal(out, ref)
-    for g, r in zip(grad, ref_grad, strict=True):
-        assert torch.allclose(g, r, atol=1e-6)
+    for g, r in zip(grads, ref_grads, strict=True):
+        assert torch.allclose(g, r, atol=1e-12)
 
 
 def test_model_passes_checkpoint_rows_to_every_block():
     torch.manual_seed(0)
     model = MZSetTransformer(3, 2, channels=16, heads=2, ff_channels=32,
                              num_induced_points=4, checkpoint_rows=7)
-    layers = [m for m in model.modules() if isinstance(m, MZMAB | MZMultiheadAttention)]
-    assert len(layers) == 12 and all(m.checkpoint_rows == 7 for m in layers)
+    layers = [m for m in model.modules() if isinstance(m, MZMAB)]
+    assert len(layers) == 6 and all(m.checkpoint_rows == 7 for m in layers)
     x, batch, num_sets = ragged_batch(channels=3, dtype=torch.float32)
     with torch.no_grad():  # inference: one call over all rows, no chunks
         pred, ihw = model.eval()(x, batch, num_sets)
@@ -96,6 +112,4 @@ def test_bad_checkpoint_rows():
     with pytest.raises(ValueError, match="'checkpoint_rows' must be a positive"):
         MZSAB(C, checkpoint_rows=0, **MZ)
     with pytest.raises(ValueError, match="'rows' must be a positive"):
-        checkpoint_rows(lambda t: (t,), (torch.zeros(3, 2),), rows=0)
-    with pytest.raises(ValueError, match='same number of rows'):
-        checkpoint_rows(lambda a, b: (a,), (torch.zeros(3, 2), torch.zeros(4, 2)), rows=2)
+        set_chunks([1, 2], 0)
