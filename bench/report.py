@@ -77,7 +77,8 @@ def _table30(result: dict) -> list[str]:
 def _blocks(result: dict) -> list[str]:
     lines = ['', 'One MZ-ISAB vs one standard ISAB, forward + backward on the same batch '
              f'(target: peak memory ≤ {BLOCK_MEMORY_TARGET}×); `mz-isab-recompute` '
-             f'recomputes the row-wise parts in backward (`checkpoint_rows={RECOMPUTE_ROWS}`):',
+             f'keeps only block inputs and outputs and recomputes the block per chunk of whole '
+             f'sets in backward (`checkpoint_rows={RECOMPUTE_ROWS}`):',
              '', '| config | block | step (ms) | time | peak (MB) | memory | target |',
              '| --- | --- | --- | --- | --- | --- | --- |']
     for config, e in result['results'].items():
