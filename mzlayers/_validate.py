@@ -21,8 +21,16 @@ def check_features(x: Tensor, channels: int, name: str = 'x') -> None:
                          f"the layer expects {channels}")
     if not x.is_floating_point():
         raise ValueError(f"'{name}' must be a floating-point tensor (got {x.dtype})")
-    if not bool(torch.isfinite(x).all()):
+    if not _all_finite(x):
         raise ValueError(f"'{name}' contains NaN or infinite values")
+
+
+def _all_finite(x: Tensor) -> bool:
+    r"""Whether every entry of :obj:`x` is finite.  A NaN or infinity makes
+    the sum non-finite, so one reduction decides the common case; only a
+    non-finite sum (which finite values can also give, by overflow) is
+    checked element-wise."""
+    return bool(torch.isfinite(x.sum())) or bool(torch.isfinite(x).all())
 
 
 def check_batch(batch: Tensor | None, num_elements: int,

@@ -15,6 +15,7 @@ from mzlayers import (
     build_set_transformer,
     count_parameters,
 )
+from mzlayers._validate import check_features
 
 from .helpers import ragged_batch, shuffle_sets
 
@@ -86,6 +87,13 @@ def test_bad_input_raises_a_named_value_error(bad, message):
     x, batch = bad(x, batch)
     with pytest.raises(ValueError, match=message):
         model(x, batch)
+
+
+def test_finite_check_is_exact_when_the_sum_overflows():
+    huge = torch.full((4, 3), 3e38)  # finite, but the float32 sum is inf
+    check_features(huge, 3)
+    with pytest.raises(ValueError, match='NaN or infinite'):
+        check_features(torch.tensor([[1.0, float('-inf')], [float('inf'), 2.0]]), 2)
 
 
 def test_bad_dim_size_and_options():
