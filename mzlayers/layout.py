@@ -178,8 +178,9 @@ class SetLayout:
 
     @property
     def equal_sizes(self) -> bool:
-        r""":obj:`True` when every set has the same number of elements."""
-        return len(set(self.counts)) <= 1
+        r""":obj:`True` when every set has the same number of elements
+        (computed once per layout: every attention call asks)."""
+        return self.cached(('equal_sizes',), lambda: len(set(self.counts)) <= 1)
 
     @property
     def padding_ratio(self) -> float:
