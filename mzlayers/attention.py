@@ -16,7 +16,14 @@ and ISAB's second block).
 Backends:
 
 * ``'segment'``: no padding and no :obj:`[N, m, H, d]` intermediate (for
-  :math:`m` queries or keys per set); every weighted sum is one
+  :math:`m` queries or keys per set).  A set with at least
+  :obj:`SEGMENT_FUSED_MIN_PAIRS` query-key pairs is attended on its own by
+  one fused :func:`~torch.nn.functional.scaled_dot_product_attention` call
+  on views of its rows (for such a set the call's overhead is small beside
+  its work); the consecutive smaller sets between two of them run together
+  through the bag kernel, and the outputs are concatenated in set order
+  (:meth:`~mzlayers.layout.SetLayout.segment_runs`).  In the bag kernel
+  every weighted sum is one
   :func:`~torch.nn.functional.embedding_bag` (``mode='sum'`` with
   ``per_sample_weights``) over index tensors cached on the
   :class:`~mzlayers.layout.SetLayout`, and hand-written backward passes
@@ -74,6 +81,12 @@ BACKENDS = ('auto', 'segment', 'dense')
 #: Largest size ratio inside one padded bucket of the ``'auto'`` backend.
 AUTO_MAX_PADDING = 2.0
 
+#: Sets with at least this many query-key pairs run, in the segment kernel,
+#: through one fused attention call on their own rows each: about where, on
+#: our CPU, that call and the bag kernel cost the same for a training step
+#: (16 learned queries over 512 keys, or self-attention on 91 elements).
+SEGMENT_FUSED_MIN_PAIRS = 8192
+
 
 def set_attention(
     q: Tensor,
@@ -105,9 +118,7 @@ def set_attention(
     """
     if backend == 'segment' or (backend == 'auto' and _auto_segment(
             q, key_layout, query_layout)):
-        if query_layout is None:
-            return _segment_shared(q, k, v, key_layout, dropout)
-        return _segment_pairs(q, k, v, key_layout, query_layout, dropout)
+        return _segment(q, k, v, key_layout, query_layout, dropout)
     max_padding = AUTO_MAX_PADDING if backend == 'auto' else None
     return _dense(q, k, v, key_layout, query_layout, dropout, max_padding)
 
@@ -119,6 +130,33 @@ def _auto_segment(q: Tensor, key_layout: SetLayout, query_layout: SetLayout | No
     if query_layout is None:
         return not key_layout.equal_sizes
     return key_layout.equal_sizes and not query_layout.equal_sizes
+
+
+def _segment(q, k, v, key_layout, query_layout, dropout) -> Tensor:
+    plan = key_layout.segment_runs(query_layout, SEGMENT_FUSED_MIN_PAIRS, q.size(0))
+    if not any(run.fused for run in plan.runs):  # one run of small sets (or none)
+        return _segment_bags(q, k, v, key_layout, query_layout, dropout)
+    keys, values = k.split(plan.key_rows), v.split(plan.key_rows)
+    queries = [q] * len(plan.runs) if query_layout is None else q.split(plan.query_rows)
+    return torch.cat([
+        _fused_set(qr, kr, vr, dropout) if run.fused else _segment_bags(
+            qr, kr, vr, key_layout.subset(run.start, run.stop),
+            None if query_layout is None else query_layout.subset(run.start, run.stop),
+            dropout)
+        for run, qr, kr, vr in zip(plan.runs, queries, keys, values, strict=True)])
+
+
+def _fused_set(q: Tensor, k: Tensor, v: Tensor, dropout: float) -> Tensor:
+    # One set: [L, H, d_k], [S, H, d_k], [S, H, d_v] -> [L, H, d_v], views in and out.
+    out = F.scaled_dot_product_attention(q.transpose(0, 1), k.transpose(0, 1),
+                                         v.transpose(0, 1), dropout_p=dropout)
+    return out.transpose(0, 1)
+
+
+def _segment_bags(q, k, v, key_layout, query_layout, dropout) -> Tensor:
+    if query_layout is None:
+        return _segment_shared(q, k, v, key_layout, dropout)
+    return _segment_pairs(q, k, v, key_layout, query_layout, dropout)
 
 
 def _segment_shared(q, k, v, layout: SetLayout, dropout: float) -> Tensor:

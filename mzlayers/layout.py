@@ -101,6 +101,25 @@ class Bags:
     t_offsets: Tensor
 
 
+@dataclass
+class Run:
+    r"""Sets :obj:`start` to :obj:`stop - 1` of one call of the segment
+    kernel: a single large set attended by one fused call (:obj:`fused`),
+    or consecutive small sets attended together by the bag kernel."""
+    start: int
+    stop: int
+    fused: bool
+
+
+@dataclass
+class SegmentRuns:
+    r"""The runs of :meth:`SetLayout.segment_runs` in set order, with the
+    number of key rows and of query rows (set elements) of every run."""
+    runs: list[Run]
+    key_rows: list[int]
+    query_rows: list[int]
+
+
 @dataclass(eq=False)
 class SetLayout:
     r"""The layout of a batch of :obj:`num_sets` sets stored as one flat,
@@ -251,6 +270,38 @@ class SetLayout:
             return ((self._arange(N, dtype) * heads + hk // width).view(-1),
                     torch.cat([starts, starts.new_full((1,), heads * width * N)]))
         return self.cached(('block_sum_bags', heads, width), build)
+
+    def segment_runs(self, queries: Optional['SetLayout'], min_pairs: int,
+                     num_learned: int = 1) -> SegmentRuns:
+        r"""Splits the sets into the calls of the segment kernel: every set
+        with at least :obj:`min_pairs` query-key pairs alone, the others in
+        maximal runs of consecutive sets.
+
+        Args:
+            queries (SetLayout, optional): The layout of set-element queries
+                (the same sets as this key layout), or :obj:`None` for
+                :obj:`num_learned` learned queries shared by all sets.
+            min_pairs (int): Pairs (keys times queries) of a set on its own.
+            num_learned (int, optional): The number of learned queries.
+        """
+        def build():
+            if queries is not None:
+                self.check_queries(queries)
+            per_set = [num_learned] * self.num_sets if queries is None else queries.counts
+            runs: list[Run] = []
+            for b, (keys, learned_or_elements) in enumerate(zip(self.counts, per_set, strict=True)):
+                if keys * learned_or_elements >= min_pairs:
+                    runs.append(Run(b, b + 1, True))
+                elif runs and not runs[-1].fused:
+                    runs[-1].stop = b + 1
+                else:
+                    runs.append(Run(b, b + 1, False))
+            rows = [self.row_range(r.start, r.stop) for r in runs]
+            query_rows = [] if queries is None else \
+                [queries.row_range(r.start, r.stop) for r in runs]
+            return SegmentRuns(runs, [hi - lo for lo, hi in rows],
+                               [hi - lo for lo, hi in query_rows])
+        return self.cached(('segment_runs', queries, min_pairs, num_learned), build)
 
     def _arange(self, n: int, dtype: torch.dtype) -> Tensor:
         return torch.arange(n, dtype=dtype, device=self.device)

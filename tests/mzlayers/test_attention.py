@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from mzlayers import SetLayout, set_attention
+from mzlayers import SetLayout, attention, set_attention
 from mzlayers.attention import AUTO_MAX_PADDING
 from mzlayers.layout import attention_bias
 
@@ -124,6 +124,49 @@ def test_attention_bias_is_the_single_mask_conversion():
     assert torch.isfinite(bias).all()
 
 
+@pytest.fixture(params=['bags', 'mixed', 'fused'])
+def fused_sets(request, monkeypatch):
+    r"""The segment kernel with every set in the bag kernel, sets of at
+    least 8 query-key pairs fused (mixed runs in these small tests), or every
+    non-empty set fused."""
+    min_pairs = {'bags': 10**9, 'mixed': 8, 'fused': 1}[request.param]
+    monkeypatch.setattr(attention, 'SEGMENT_FUSED_MIN_PAIRS', min_pairs)
+
+
+def test_segment_runs_put_every_large_set_alone():
+    _, batch, B = ragged_batch()  # sizes 3, 1, 0, 7, 2, 40
+    layout = _layout(batch, B)
+    learned = layout.segment_runs(None, 8, num_learned=2)  # pairs 6, 2, 0, 14, 4, 80
+    assert [(r.start, r.stop, r.fused) for r in learned.runs] == [
+        (0, 3, False), (3, 4, True), (4, 5, False), (5, 6, True)]
+    assert learned.key_rows == [4, 7, 2, 40] and learned.query_rows == []
+    pairs = layout.segment_runs(layout.pooled(2), 8)  # 6, 2, 0, 14, 4, 80 again
+    assert pairs.runs == learned.runs
+    assert pairs.query_rows == [6, 2, 2, 2]
+    self_attention = layout.segment_runs(layout, 8)  # 9, 1, 0, 49, 4, 1600
+    assert [(r.start, r.stop, r.fused) for r in self_attention.runs] == [
+        (0, 1, True), (1, 3, False), (3, 4, True), (4, 5, False), (5, 6, True)]
+    assert self_attention.query_rows == self_attention.key_rows == [3, 1, 7, 2, 40]
+    with pytest.raises(ValueError, match='same sets'):
+        layout.segment_runs(_layout(torch.arange(2), 2), 8)
+
+
+@pytest.mark.parametrize('shared', [True, False])
+def test_segment_mixed_runs_match_reference(shared, fused_sets):
+    x, batch, B = ragged_batch()
+    layout = _layout(batch, B)
+    query_layout = None if shared else layout
+    q, k, v = _inputs(M if shared else x.size(0), x.size(0))
+    out = set_attention(q, k, v, layout, query_layout, 'segment')
+    ref = _reference(q, k, v, layout, query_layout)
+    assert torch.allclose(out, ref, atol=1e-10)
+    w = torch.randn_like(out)
+    grads = torch.autograd.grad((out * w).sum(), (q, k, v))
+    ref_grads = torch.autograd.grad((ref * w).sum(), (q, k, v))
+    for g, r in zip(grads, ref_grads, strict=True):
+        assert torch.allclose(g, r, atol=1e-10)
+
+
 def _inputs(num_queries, num_keys, dtype=torch.float64):
     q = torch.randn(num_queries, H, DK, dtype=dtype, requires_grad=True)
     k = torch.randn(num_keys, H, DK, dtype=dtype, requires_grad=True)
@@ -136,7 +179,7 @@ def _inputs(num_queries, num_keys, dtype=torch.float64):
     ((2, 0, 3, 1, 0), (1, 3, 0, 2, 5)),  # ragged keys; set 2 has queries but no keys
     ((1, 1, 1), (1, 1, 1)),  # one-element sets
 ])
-def test_segment_pairs_on_uneven_layouts_match_reference(query_sizes, key_sizes):
+def test_segment_pairs_on_uneven_layouts_match_reference(query_sizes, key_sizes, fused_sets):
     _, query_batch, B = ragged_batch(sizes=query_sizes)
     _, key_batch, _ = ragged_batch(sizes=key_sizes)
     query_layout, key_layout = _layout(query_batch, B), _layout(key_batch, B)
@@ -154,7 +197,7 @@ def test_segment_pairs_on_uneven_layouts_match_reference(query_sizes, key_sizes)
 
 @pytest.mark.parametrize('num_queries', [1, M])
 @pytest.mark.parametrize('sizes', [(3, 0, 0, 1, 4), (1, 1), (0, 2, 0)])
-def test_segment_shared_with_empty_and_one_element_sets(sizes, num_queries):
+def test_segment_shared_with_empty_and_one_element_sets(sizes, num_queries, fused_sets):
     _, batch, B = ragged_batch(sizes=sizes)
     layout = _layout(batch, B)
     q, k, v = _inputs(num_queries, batch.numel())
@@ -181,7 +224,7 @@ def test_segment_shared_on_a_batch_of_empty_sets_is_zero():
 
 @pytest.mark.parametrize('key_sizes', [(3, 3, 3, 3), (2, 0, 5, 1)])
 @pytest.mark.parametrize('shared', [True, False])
-def test_segment_gradcheck(key_sizes, shared):
+def test_segment_gradcheck(key_sizes, shared, fused_sets):
     _, key_batch, B = ragged_batch(sizes=key_sizes)
     key_layout = _layout(key_batch, B)
     query_layout = None if shared else _layout(ragged_batch(sizes=(1, 2, 0, 2))[1], B)
@@ -241,7 +284,7 @@ def test_segment_pairs_reject_layouts_of_other_sets(key_sizes):
 
 
 @pytest.mark.parametrize('queries', ['learned', 'pooled', 'elements'])
-def test_segment_dropout_keeps_the_expected_output(queries):
+def test_segment_dropout_keeps_the_expected_output(queries, fused_sets):
     _, batch, B = ragged_batch(sizes=(4, 0, 6))
     layout = _layout(batch, B)
     key_layout, query_layout = {  # ragged keys, or the 2 pooled tokens of every set
@@ -261,7 +304,7 @@ def test_segment_dropout_keeps_the_expected_output(queries):
 
 @pytest.mark.parametrize('key_sizes', [(4, 4, 4), (3, 0, 6)])
 @pytest.mark.parametrize('shared', [True, False])
-def test_segment_bf16_autocast_is_close_to_float32(key_sizes, shared):
+def test_segment_bf16_autocast_is_close_to_float32(key_sizes, shared, fused_sets):
     _, key_batch, B = ragged_batch(sizes=key_sizes)
     key_layout = _layout(key_batch, B)
     query_layout = None if shared else _layout(ragged_batch(sizes=(2, 1, 3))[1], B)
