@@ -52,20 +52,32 @@ def synchronize(device: torch.device) -> None:
 
 def time_interleaved(fns: dict[str, Callable[[], None]], device: torch.device,
                      repeats: int = 10, warmup: int = 2) -> dict[str, Timing]:
-    r"""Times every function :obj:`repeats` times, interleaving them (A B C A
-    B C ...) so that drifting machine load hits all of them alike."""
+    r"""Times every function :obj:`repeats` times, interleaving them so that
+    drifting machine load hits all of them alike, and rotating their order
+    every repeat (A B C, B C A, C A B, ...) so that each follows every other
+    equally often: a function timed right after a memory-hungry peer pays
+    for the caches and heap that peer leaves behind (with a fixed order, the
+    row after the padded PyG anchor on the skewed set-pooling workload was
+    1.5-1.6x slower than the next row, which ran the same kernels, in two runs)."""
     for _ in range(warmup):
         for fn in fns.values():
             fn()
     samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
+    for r in range(repeats):
+        for name in rotated(list(fns), r):
+            fn = fns[name]
             synchronize(device)
             start = time.perf_counter()
             fn()
             synchronize(device)
             samples[name].append(time.perf_counter() - start)
     return {name: Timing.of(s) for name, s in samples.items()}
+
+
+def rotated(names: list[str], shift: int) -> list[str]:
+    r""":obj:`names` rotated left by :obj:`shift` places."""
+    shift %= max(1, len(names))
+    return names[shift:] + names[:shift]
 
 
 def _loss(out) -> torch.Tensor:

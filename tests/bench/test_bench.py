@@ -3,7 +3,7 @@ import json
 import pytest
 import torch
 from mzattn.bench.cli import cli, table30_cli
-from mzattn.bench.measure import Timing, peak_memory_subprocess
+from mzattn.bench.measure import Timing, peak_memory_subprocess, rotated, time_interleaved
 from mzattn.bench.report import BEGIN, END, splice_readme
 from mzattn.bench.scaling import loglog_slope
 from mzattn.bench.set_pooling import BASELINE, IMPLEMENTATIONS
@@ -76,3 +76,12 @@ def test_keep_freed_memory_is_safe_to_call_twice():
     keep_freed_memory()
     keep_freed_memory()
     assert torch.ones(3).sum().item() == 3
+
+
+def test_interleaved_timing_rotates_the_order():
+    assert rotated(['a', 'b', 'c'], 4) == ['b', 'c', 'a']
+    calls = []
+    fns = {name: (lambda name=name: calls.append(name)) for name in 'abc'}
+    timings = time_interleaved(fns, torch.device('cpu'), repeats=3, warmup=1)
+    assert ''.join(calls) == 'abc' + 'abc' + 'bca' + 'cab'
+    assert all(t.runs == 3 for t in timings.values())
