@@ -53,18 +53,22 @@ def synchronize(device: torch.device) -> None:
 def time_interleaved(fns: dict[str, Callable[[], None]], device: torch.device,
                      repeats: int = 10, warmup: int = 2) -> dict[str, Timing]:
     r"""Times every function :obj:`repeats` times, interleaving them so that
-    drifting machine load hits all of them alike, and rotating their order
-    every repeat (A B C, B C A, C A B, ...) so that each follows every other
-    equally often: a function timed right after a memory-hungry peer pays
-    for the caches and heap that peer leaves behind (with a fixed order, the
+    drifting machine load hits all of them alike, in the orders of
+    :func:`balanced_orders` (one per repeat): each function directly follows
+    every other about equally often.  A function timed right after a
+    memory-hungry peer pays for the caches and heap that peer leaves behind;
+    with one fixed order (or its rotations, which keep who follows whom), the
     row after the padded PyG anchor on the skewed set-pooling workload was
-    1.5-1.6x slower than the next row, which ran the same kernels, in two runs)."""
+    1.3-1.6x slower than the next row, which ran the same kernels, in three
+    runs."""
     for _ in range(warmup):
         for fn in fns.values():
             fn()
+    names = list(fns)
+    orders = balanced_orders(len(names))
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for r in range(repeats):
-        for name in rotated(list(fns), r):
+        for name in (names[i] for i in orders[r % len(orders)]):
             fn = fns[name]
             synchronize(device)
             start = time.perf_counter()
@@ -74,10 +78,13 @@ def time_interleaved(fns: dict[str, Callable[[], None]], device: torch.device,
     return {name: Timing.of(s) for name, s in samples.items()}
 
 
-def rotated(names: list[str], shift: int) -> list[str]:
-    r""":obj:`names` rotated left by :obj:`shift` places."""
-    shift %= max(1, len(names))
-    return names[shift:] + names[:shift]
+def balanced_orders(n: int) -> list[list[int]]:
+    r"""A Williams design: orders of :obj:`range(n)` in which every item
+    directly follows every other item equally often (:obj:`n` orders for
+    even :obj:`n`; :obj:`2n`, each order and its reverse, for odd :obj:`n`)."""
+    first = [0] + [(j + 1) // 2 if j % 2 else n - j // 2 for j in range(1, n)]
+    orders = [[(x + shift) % n for x in first] for shift in range(n)]
+    return orders if n % 2 == 0 else orders + [order[::-1] for order in orders]
 
 
 def _loss(out) -> torch.Tensor:

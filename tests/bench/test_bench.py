@@ -1,9 +1,11 @@
 import json
+from collections import Counter
+from itertools import pairwise
 
 import pytest
 import torch
 from mzattn.bench.cli import cli, table30_cli
-from mzattn.bench.measure import Timing, peak_memory_subprocess, rotated, time_interleaved
+from mzattn.bench.measure import Timing, balanced_orders, peak_memory_subprocess, time_interleaved
 from mzattn.bench.report import BEGIN, END, splice_readme
 from mzattn.bench.scaling import loglog_slope
 from mzattn.bench.set_pooling import BASELINE, IMPLEMENTATIONS
@@ -78,10 +80,19 @@ def test_keep_freed_memory_is_safe_to_call_twice():
     assert torch.ones(3).sum().item() == 3
 
 
-def test_interleaved_timing_rotates_the_order():
-    assert rotated(['a', 'b', 'c'], 4) == ['b', 'c', 'a']
+@pytest.mark.parametrize('n', [1, 2, 3, 4, 5, 6])
+def test_balanced_orders_let_every_item_follow_every_other_equally_often(n):
+    orders = balanced_orders(n)
+    assert len(orders) == (n if n % 2 == 0 else 2 * n)
+    assert all(sorted(order) == list(range(n)) for order in orders)
+    pairs = Counter(pair for order in orders for pair in pairwise(order))
+    assert len(pairs) == n * (n - 1)
+    assert len(set(pairs.values())) <= 1
+
+
+def test_interleaved_timing_uses_the_balanced_orders():
     calls = []
-    fns = {name: (lambda name=name: calls.append(name)) for name in 'abc'}
-    timings = time_interleaved(fns, torch.device('cpu'), repeats=3, warmup=1)
-    assert ''.join(calls) == 'abc' + 'abc' + 'bca' + 'cab'
-    assert all(t.runs == 3 for t in timings.values())
+    fns = {name: (lambda name=name: calls.append(name)) for name in 'abcd'}
+    timings = time_interleaved(fns, torch.device('cpu'), repeats=5, warmup=1)
+    assert ''.join(calls) == 'abcd' + 'abdc' + 'bcad' + 'cdba' + 'dacb' + 'abdc'
+    assert all(t.runs == 5 for t in timings.values())
