@@ -289,18 +289,15 @@ class SetLayout:
                 self.check_queries(queries)
             per_set = [num_learned] * self.num_sets if queries is None else queries.counts
             runs: list[Run] = []
-            for b, (keys, learned_or_elements) in enumerate(zip(self.counts, per_set, strict=True)):
-                if keys * learned_or_elements >= min_pairs:
+            for b, (num_keys, num_queries) in enumerate(zip(self.counts, per_set, strict=True)):
+                if num_keys * num_queries >= min_pairs:
                     runs.append(Run(b, b + 1, True))
                 elif runs and not runs[-1].fused:
                     runs[-1].stop = b + 1
                 else:
                     runs.append(Run(b, b + 1, False))
-            rows = [self.row_range(r.start, r.stop) for r in runs]
-            query_rows = [] if queries is None else \
-                [queries.row_range(r.start, r.stop) for r in runs]
-            return SegmentRuns(runs, [hi - lo for lo, hi in rows],
-                               [hi - lo for lo, hi in query_rows])
+            return SegmentRuns(runs, _run_rows(self, runs),
+                               [] if queries is None else _run_rows(queries, runs))
         return self.cached(('segment_runs', queries, min_pairs, num_learned), build)
 
     def _arange(self, n: int, dtype: torch.dtype) -> Tensor:
@@ -339,6 +336,12 @@ class SetLayout:
             bucket.query_index, bucket.query_pos, bucket.query_width = \
                 _padding_index(queries, set_ids, single)
         return bucket
+
+
+def _run_rows(layout: SetLayout, runs: list[Run]) -> list[int]:
+    r"""The number of rows of :obj:`layout` in every run."""
+    ranges = (layout.row_range(run.start, run.stop) for run in runs)
+    return [hi - lo for lo, hi in ranges]
 
 
 def _index_dtype(bound: int) -> torch.dtype:
