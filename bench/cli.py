@@ -114,13 +114,12 @@ def run_scaling(device, scale: float, repeats: int, memory: bool) -> dict:
     if len(sizes) > 2:
         results['size_slope'] = scaling.loglog_slope(
             sizes[1:], [results['size'][n]['median_s'] for n in sizes[1:]])
+    results['sweep_n'] = n = min(scaling.SWEEP_SIZE, sizes[-1])
     for key, values in (('num_generators', scaling.GENERATORS),
                         ('num_matrix_generators', scaling.MATRIX_GENERATORS)):
-        for v in values:
-            step = train_step(scaling.make_block(**{key: v}).to(device),
-                              scaling.set_inputs(min(100, sizes[-1]), device, sets))
-            results[key][v] = _measure(scaling, {}, {'mz': step}, device, repeats,
-                                       False)['mz']
+        steps = {str(v): train_step(scaling.make_block(**{key: v}).to(device),
+                                    scaling.set_inputs(n, device, sets)) for v in values}
+        results[key] = _measure(scaling, {}, steps, device, repeats, False)
     return results
 
 

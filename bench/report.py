@@ -108,8 +108,9 @@ def _scaling(result: dict) -> list[str]:
     if 'size_slope' in r:
         lines.append(f"\nlog-log slope of time in n (n ≥ 100): **{r['size_slope']:.2f}** "
                      "(1 = linear, 2 = quadratic).")
+    sweep = f" (n = {r['sweep_n']}, interleaved)" if 'sweep_n' in r else ''
     for key in ('num_generators', 'num_matrix_generators'):
-        lines.append(f'\n| {key} | fwd+bwd ms |\n| --- | --- |')
+        lines.append(f'\n| {key}{sweep} | fwd+bwd ms |\n| --- | --- |')
         lines += [f"| {v} | {e['median_s'] * 1e3:.1f} |" for v, e in r[key].items()]
     return lines
 

@@ -13,6 +13,8 @@ CHANNELS, SETS = 64, 8
 SIZES = (10, 100, 1000, 10000)
 GENERATORS = (2, 4, 8, 16)
 MATRIX_GENERATORS = (1, 2, 4, 8)
+#: Set size of the n_g and L sweeps (each sweep timed interleaved).
+SWEEP_SIZE = 1000
 
 
 def make_block(num_generators: int = 8, num_matrix_generators: int = 4) -> MZISAB:
