@@ -2,8 +2,8 @@ r"""The :obj:`mzattn-repro bench` and :obj:`mzattn-repro table30` commands.
 
 .. code-block:: text
 
-    mzattn-repro bench [--suites set_pooling,table30,scaling,epoch] [--size full|tiny]
-                       [--device cpu|cuda] [--repeats 10] [--out bench/results]
+    mzattn-repro bench [--suites set_pooling,self_attention,table30,scaling,epoch]
+                       [--size full|tiny] [--device cpu|cuda] [--repeats 10] [--out bench/results]
                        [--readme bench/README.md]
     mzattn-repro table30 [--profile smoke|quick|full] [--out results/quick]
 """
@@ -11,10 +11,11 @@ import argparse
 import json
 import os
 import platform
+from functools import partial
 
 import torch
 
-from . import overhead, scaling, set_pooling
+from . import overhead, scaling, self_attention, set_pooling
 from .measure import (
     inference_step,
     keep_freed_memory,
@@ -25,7 +26,7 @@ from .measure import (
 )
 from .report import render_suite, splice_readme, write_text_atomic
 
-SUITES = ('set_pooling', 'table30', 'scaling', 'epoch')
+SUITES = ('set_pooling', 'self_attention', 'table30', 'scaling', 'epoch')
 MODES = {'train': train_step, 'inference': inference_step}
 
 
@@ -48,20 +49,21 @@ def _measure(module, jobs: dict[str, dict], steps: dict, device, repeats: int,
     return rows
 
 
-def run_set_pooling(device, scale: float, repeats: int, memory: bool) -> dict:
+def run_workloads(suite, device, scale: float, repeats: int, memory: bool) -> dict:
+    r"""The implementations of :obj:`suite` (:mod:`.set_pooling` or
+    :mod:`.self_attention`) on every workload, training step and inference."""
     from .workloads import WORKLOADS, ragged, set_sizes
     results = {}
     for workload in WORKLOADS:
         sizes = set_sizes(workload, scale)
-        impls = [i for i in set_pooling.IMPLEMENTATIONS
-                 if i != 'pyg-settransformer' or int(sizes.max()) <= 100]
-        inputs = ragged(sizes, set_pooling.CHANNELS, device)
+        impls = [i for i in suite.IMPLEMENTATIONS if suite.runs_on(i, sizes)]
+        inputs = ragged(sizes, suite.CHANNELS, device)
         for mode, make_step in MODES.items():
             torch.manual_seed(0)
-            steps = {i: make_step(set_pooling.make_model(i).to(device), inputs) for i in impls}
+            steps = {i: make_step(suite.make_model(i).to(device), inputs) for i in impls}
             jobs = {i: dict(impl=i, workload=workload, mode=mode, scale=scale,
                             device=str(device)) for i in impls}
-            rows = _measure(set_pooling, jobs, steps, device, repeats,
+            rows = _measure(suite, jobs, steps, device, repeats,
                             memory and mode == 'train')
             results[f'{workload}/{mode}'] = {
                 'padding_ratio': float(sizes.numel() * sizes.max() / sizes.sum()),
@@ -133,7 +135,8 @@ def run_epoch(device, scale: float, repeats: int, memory: bool, models=None,
     return {name: epoch_seconds(name, loader, in_channels, device) for name in names}
 
 
-RUNNERS = {'set_pooling': run_set_pooling, 'table30': run_table30,
+RUNNERS = {'set_pooling': partial(run_workloads, set_pooling),
+           'self_attention': partial(run_workloads, self_attention), 'table30': run_table30,
            'scaling': run_scaling, 'epoch': run_epoch}
 
 

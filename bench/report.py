@@ -2,9 +2,10 @@ r"""Markdown tables of the benchmark results (ratios against the peer
 measured in the same run)."""
 import os
 import tempfile
+from functools import partial
 
+from . import self_attention, set_pooling
 from .overhead import BLOCK_MEMORY_TARGET, PAPER_RATIOS, RECOMPUTE_ROWS
-from .set_pooling import BASELINE
 
 BEGIN, END = '<!-- bench:begin -->', '<!-- bench:end -->'
 
@@ -27,24 +28,25 @@ def _ratio(a, b) -> str:
     return '—' if not a or not b else f'{a / b:.2f}×'
 
 
-def _set_pooling(result: dict) -> list[str]:
-    lines = []
+def _workloads(suite, result: dict) -> list[str]:
+    r"""Speed and memory of every implementation of :obj:`suite` against
+    its :obj:`BASELINE`, workload by workload."""
+    lines, baseline = [], suite.BASELINE
     for key, entry in result['results'].items():
-        rows, anchor = entry['rows'], entry['rows'][BASELINE]
+        rows, anchor = entry['rows'], entry['rows'][baseline]
         if not lines:
-            impls = list(rows)
+            impls = list(suite.IMPLEMENTATIONS)
             lines = ['| workload / mode | padding | ' + ' | '.join(
-                f'{i} speed (mem)' for i in impls) + f' | {BASELINE} ms |',
+                f'{i} speed (mem)' for i in impls) + f' | {baseline} ms |',
                 '|' + ' --- |' * (len(impls) + 3)]
         cells = [f"{_ratio(anchor['median_s'], r['median_s'])} "
                  f"({_ratio(r.get('peak_bytes'), anchor.get('peak_bytes'))})"
                  if r else '—' for r in (rows.get(i) for i in impls)]
         lines.append(f"| {key} | {entry['padding_ratio']:.1f}× | " + ' | '.join(cells) +
                      f" | {anchor['median_s'] * 1e3:.1f} |")
-    lines.append('\nSpeed = anchor median time / implementation median time (higher is '
-                 'faster); mem = peak memory / anchor peak memory (lower is better). '
-                 '`pyg-settransformer` (SAB encoders, quadratic) runs only where sets '
-                 'have at most 100 elements.')
+    lines.append(f'\nSpeed = {baseline} median time / implementation median time (higher is '
+                 f'faster); mem = peak memory / {baseline} peak memory (lower is better). '
+                 + suite.NOTE)
     return lines
 
 
@@ -122,10 +124,13 @@ def _epoch(result: dict) -> list[str]:
     return lines
 
 
-RENDERERS = {'set_pooling': _set_pooling, 'table30': _table30, 'scaling': _scaling,
-             'epoch': _epoch}
-TITLES = {'set_pooling': 'Set pooling stack vs PyG', 'table30': 'Table 30: MZ-Full / Standard',
-          'scaling': 'MZ-ISAB scaling', 'epoch': 'One epoch of Task G'}
+RENDERERS = {'set_pooling': partial(_workloads, set_pooling),
+             'self_attention': partial(_workloads, self_attention), 'table30': _table30,
+             'scaling': _scaling, 'epoch': _epoch}
+TITLES = {'set_pooling': 'Set pooling stack vs PyG',
+          'self_attention': 'Self-attention (SAB) on ragged sets',
+          'table30': 'Table 30: MZ-Full / Standard', 'scaling': 'MZ-ISAB scaling',
+          'epoch': 'One epoch of Task G'}
 
 
 def render_suite(suite: str, result: dict, title: bool = True) -> str:

@@ -11,11 +11,13 @@ from torch_geometric.utils import to_dense_batch
 from mzlayers import ISAB, PMA
 from mzlayers._validate import resolve_layout
 
-from .workloads import ragged, set_sizes
+from .workloads import workload_step
 
 CHANNELS, HEADS, INDUCED = 64, 4, 16
 IMPLEMENTATIONS = ('ours-auto', 'ours-segment', 'ours-dense', 'pyg-anchor', 'pyg-settransformer')
 BASELINE = 'pyg-anchor'
+NOTE = ('`pyg-settransformer` (SAB encoders, quadratic) runs only where sets have at most 100 '
+        'elements.')
 
 
 class OursStack(torch.nn.Module):
@@ -57,6 +59,10 @@ class PyGSetTransformer(torch.nn.Module):
         return self.aggr(x, batch, dim_size=num_sets)
 
 
+def runs_on(impl: str, sizes: torch.Tensor) -> bool:
+    return impl != 'pyg-settransformer' or int(sizes.max()) <= 100
+
+
 def make_model(impl: str) -> torch.nn.Module:
     if impl.startswith('ours-'):
         return OursStack(impl[len('ours-'):])
@@ -64,11 +70,5 @@ def make_model(impl: str) -> torch.nn.Module:
 
 
 def build(job: dict):
-    r"""The step of one (implementation, workload, mode) job (see
-    :func:`mzattn.bench.measure.peak_memory_subprocess`)."""
-    from .measure import inference_step, train_step
-    device = torch.device(job.get('device', 'cpu'))
-    torch.manual_seed(0)
-    model = make_model(job['impl']).to(device)
-    inputs = ragged(set_sizes(job['workload'], job.get('scale', 1.0)), CHANNELS, device)
-    return (train_step if job['mode'] == 'train' else inference_step)(model, inputs)
+    r"""The step of one job (:func:`~mzattn.bench.workloads.workload_step`)."""
+    return workload_step(make_model, CHANNELS, job)

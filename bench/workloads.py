@@ -38,3 +38,15 @@ def ragged(sizes: torch.Tensor, channels: int, device: torch.device):
     batch = torch.repeat_interleave(torch.arange(sizes.numel()), sizes)
     x = torch.randn(batch.numel(), channels, generator=g)
     return x.to(device), batch.to(device), sizes.numel()
+
+
+def workload_step(make_model, channels: int, job: dict):
+    r"""The step of one (implementation, workload, mode) job of a suite over
+    these workloads: :obj:`make_model(job['impl'])` on the job's batch (see
+    :func:`mzattn.bench.measure.peak_memory_subprocess`)."""
+    from .measure import inference_step, train_step
+    device = torch.device(job.get('device', 'cpu'))
+    torch.manual_seed(0)
+    model = make_model(job['impl']).to(device)
+    inputs = ragged(set_sizes(job['workload'], job.get('scale', 1.0)), channels, device)
+    return (train_step if job['mode'] == 'train' else inference_step)(model, inputs)

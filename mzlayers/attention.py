@@ -74,7 +74,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from mzlayers.layout import Bags, SetLayout, attention_bias
+from mzlayers.layout import Bags, Bucket, SetLayout, attention_bias
 
 BACKENDS = ('auto', 'segment', 'dense')
 
@@ -86,6 +86,12 @@ AUTO_MAX_PADDING = 2.0
 #: our CPU, that call and the bag kernel cost the same for a training step
 #: (16 learned queries over 512 keys, or self-attention on 91 elements).
 SEGMENT_FUSED_MIN_PAIRS = 8192
+
+#: When ``'auto'`` pads a batch of unequal sets on CPU, sets with at least
+#: this many query-key pairs (self-attention on 256 elements) get a bucket of
+#: their own, unpadded: padding them would cost up to ``AUTO_MAX_PADDING``
+#: squared times their work, and one call per set costs little beside it.
+AUTO_ALONE_MIN_PAIRS = 65536
 
 
 def set_attention(
@@ -119,8 +125,10 @@ def set_attention(
     if backend == 'segment' or (backend == 'auto' and _auto_segment(
             q, key_layout, query_layout)):
         return _segment(q, k, v, key_layout, query_layout, dropout)
-    max_padding = AUTO_MAX_PADDING if backend == 'auto' else None
-    return _dense(q, k, v, key_layout, query_layout, dropout, max_padding)
+    if backend == 'dense':
+        return _dense(q, k, v, key_layout, query_layout, dropout, None, None)
+    alone = AUTO_ALONE_MIN_PAIRS if q.device.type == 'cpu' else None
+    return _dense(q, k, v, key_layout, query_layout, dropout, AUTO_MAX_PADDING, alone)
 
 
 def _auto_segment(q: Tensor, key_layout: SetLayout, query_layout: SetLayout | None) -> bool:
@@ -318,43 +326,47 @@ class _SampledDot(torch.autograd.Function):
 
 def _to_padded(x: Tensor, index: Tensor | None, pos: Tensor | None, sets: int,
                width: int) -> Tensor:
-    r"""Scatters rows of :obj:`x` :obj:`[N, H, C]` into :obj:`[S, H, width, C]`
-    (a view of :obj:`x`, no copy, when :obj:`pos` is :obj:`None`)."""
-    if pos is None:
-        return x.reshape(sets, width, *x.shape[1:]).transpose(1, 2)
+    r"""Scatters rows :obj:`index` of :obj:`x` :obj:`[N, H, C]` (all when
+    :obj:`None`) into :obj:`[S, H, width, C]` (a view of them when :obj:`pos`
+    is :obj:`None`: no padding)."""
     rows = x if index is None else x[index]
+    if pos is None:
+        return rows.reshape(sets, width, *x.shape[1:]).transpose(1, 2)
     out = x.new_zeros(sets * width, *x.shape[1:]).index_copy(0, pos, rows)
     return out.view(sets, width, *x.shape[1:]).transpose(1, 2)
 
 
-def _dense(q, k, v, key_layout, query_layout, dropout, max_padding) -> Tensor:
-    buckets = key_layout.plan(query_layout, max_padding)
+def _dense(q, k, v, key_layout, query_layout, dropout, max_padding, alone_min_pairs
+           ) -> Tensor:
     shared = query_layout is None
+    buckets = key_layout.plan(query_layout, max_padding, alone_min_pairs,
+                              q.size(0) if shared else 1)
+    parts = [_dense_bucket(q, k, v, b, shared, dropout) for b in buckets]
+    if len(parts) == 1 and (shared or parts[0][1] is None):  # every row, in order
+        return parts[0][0]
     num_rows = key_layout.num_sets * q.size(0) if shared else q.size(0)
-    out = None
-    for b in buckets:
-        S = b.set_ids.numel()
-        keys = _to_padded(k, b.key_index, b.key_pos, S, b.key_width)
-        values = _to_padded(v, b.key_index, b.key_pos, S, b.key_width)
-        if shared:
-            queries = q.transpose(0, 1).unsqueeze(0).expand(S, -1, -1, -1)
-        else:
-            queries = _to_padded(q, b.query_index, b.query_pos, S, b.query_width)
-        mask = None if b.key_pos is None else attention_bias(b.key_mask, q.dtype)
-        res = F.scaled_dot_product_attention(
-            queries, keys, values, attn_mask=mask, dropout_p=dropout)  # [S, H, width_q, d_v]
-        res = res.transpose(1, 2)  # [S, width_q, H, d_v]
-        if shared:
-            rows = res.reshape(S * q.size(0), *res.shape[2:])
-            index = (b.set_ids[:, None] * q.size(0) +
-                     torch.arange(q.size(0), device=q.device)).view(-1)
-        else:
-            rows = res.reshape(-1, *res.shape[2:])
-            rows = rows if b.query_pos is None else rows[b.query_pos]
-            index = b.query_index
-        if len(buckets) == 1 and (shared or index is None):
-            return rows
-        if out is None:
-            out = v.new_zeros(num_rows, v.size(1), v.size(2))
-        out = out.index_copy(0, index, rows)
-    return out
+    out = v.new_zeros(num_rows, v.size(1), v.size(2))  # one scatter for all buckets
+    return out.index_copy(0, torch.cat([index for _, index in parts]),
+                          torch.cat([rows for rows, _ in parts]))
+
+
+def _dense_bucket(q, k, v, b: Bucket, shared: bool, dropout: float
+                  ) -> tuple[Tensor, Tensor | None]:
+    r"""The output rows of bucket :obj:`b` and their row index in the output
+    (:obj:`None`: every row in order)."""
+    S = b.set_ids.numel()
+    keys = _to_padded(k, b.key_index, b.key_pos, S, b.key_width)
+    values = _to_padded(v, b.key_index, b.key_pos, S, b.key_width)
+    if shared:
+        queries = q.transpose(0, 1).unsqueeze(0).expand(S, -1, -1, -1)
+    else:
+        queries = _to_padded(q, b.query_index, b.query_pos, S, b.query_width)
+    mask = None if b.key_pos is None else attention_bias(b.key_mask, q.dtype)
+    res = F.scaled_dot_product_attention(
+        queries, keys, values, attn_mask=mask, dropout_p=dropout)  # [S, H, width_q, d_v]
+    rows = res.transpose(1, 2).reshape(-1, *res.shape[1:2], res.size(-1))  # [S width_q, H, d_v]
+    if shared:
+        index = (b.set_ids[:, None] * q.size(0) +
+                 torch.arange(q.size(0), device=q.device)).view(-1)
+        return rows, index
+    return (rows if b.query_pos is None else rows[b.query_pos]), b.query_index

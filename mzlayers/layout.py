@@ -229,20 +229,25 @@ class SetLayout:
         r"""Per-set sum of :obj:`x` :obj:`[N, *]` -> :obj:`[B, *]`."""
         return scatter(x, self.batch, dim=0, dim_size=self.num_sets, reduce='sum')
 
-    def plan(self, queries: Optional['SetLayout'], max_padding: float | None
-             ) -> list[Bucket]:
+    def plan(self, queries: Optional['SetLayout'], max_padding: float | None,
+             alone_min_pairs: int | None = None, num_learned: int = 1) -> list[Bucket]:
         r"""Padded-dense buckets for attention from :obj:`queries` (a layout
-        with the same sets, or :obj:`None` for learned queries shared by all
-        sets) to the elements of this layout.
+        with the same sets, or :obj:`None` for :obj:`num_learned` learned
+        queries shared by all sets) to the elements of this layout.
 
         Args:
             queries (SetLayout, optional): The query layout.
             max_padding (float, optional): Largest ratio between the biggest
                 and the smallest set of a bucket; :obj:`None` gives a single
                 bucket (plain :func:`to_dense_batch` padding).
+            alone_min_pairs (int, optional): When the batch needs several
+                buckets, every set with at least this many query-key pairs
+                gets a bucket of its own (unpadded, unmasked).
+            num_learned (int, optional): The number of learned queries.
         """
-        key = ('plan', queries, max_padding)
-        return self.cached(key, lambda: self._build_plan(queries, max_padding))
+        key = ('plan', queries, max_padding, alone_min_pairs, num_learned)
+        return self.cached(key, lambda: self._build_plan(queries, max_padding,
+                                                         alone_min_pairs, num_learned))
 
     def block_index(self, heads: int, width: int) -> Tensor:
         r"""Row :math:`k < W` of the block :math:`(b_x, h)` of every row
@@ -285,12 +290,9 @@ class SetLayout:
             num_learned (int, optional): The number of learned queries.
         """
         def build():
-            if queries is not None:
-                self.check_queries(queries)
-            per_set = [num_learned] * self.num_sets if queries is None else queries.counts
             runs: list[Run] = []
-            for b, (num_keys, num_queries) in enumerate(zip(self.counts, per_set, strict=True)):
-                if num_keys * num_queries >= min_pairs:
+            for b, pairs in enumerate(self.pair_counts(queries, num_learned)):
+                if pairs >= min_pairs:
                     runs.append(Run(b, b + 1, True))
                 elif runs and not runs[-1].fused:
                     runs[-1].stop = b + 1
@@ -299,6 +301,15 @@ class SetLayout:
             return SegmentRuns(runs, _run_rows(self, runs),
                                [] if queries is None else _run_rows(queries, runs))
         return self.cached(('segment_runs', queries, min_pairs, num_learned), build)
+
+    def pair_counts(self, queries: Optional['SetLayout'], num_learned: int = 1) -> list[int]:
+        r"""Query-key pairs of every set: its keys times its queries (the
+        elements of :obj:`queries`, a layout with the same sets, or
+        :obj:`num_learned` learned queries when it is :obj:`None`)."""
+        if queries is None:
+            return [num_learned * n for n in self.counts]
+        self.check_queries(queries)
+        return [a * b for a, b in zip(self.counts, queries.counts, strict=True)]
 
     def _arange(self, n: int, dtype: torch.dtype) -> Tensor:
         return torch.arange(n, dtype=dtype, device=self.device)
@@ -319,10 +330,14 @@ class SetLayout:
         return self.cached(('pair_bags', queries, heads),
                            lambda: _pair_bags(self, queries, heads))
 
-    def _build_plan(self, queries, max_padding) -> list[Bucket]:
-        if queries is not None:
-            self.check_queries(queries)
-        groups = _size_groups(self.counts, max_padding)
+    def _build_plan(self, queries, max_padding, alone_min_pairs, num_learned) -> list[Bucket]:
+        pairs = self.pair_counts(queries, num_learned)
+        groups = _size_groups(self.counts, list(range(self.num_sets)), max_padding)
+        if len(groups) > 1 and alone_min_pairs is not None:
+            alone = [b for b, p in enumerate(pairs) if p >= alone_min_pairs]
+            rest = [b for b, p in enumerate(pairs) if p < alone_min_pairs]
+            groups = [[b] for b in alone] + (
+                _size_groups(self.counts, rest, max_padding) if rest else [])
         return [self._bucket(ids, queries, single=len(groups) == 1) for ids in groups]
 
     def _bucket(self, ids: list[int], queries, single: bool) -> Bucket:
@@ -380,17 +395,17 @@ def _pair_bags(keys: SetLayout, queries: SetLayout, heads: int) -> Bags:
     return Bags(index, bag, offsets, perm, t_index, t_offsets)
 
 
-def _size_groups(counts: list[int], max_padding: float | None) -> list[list[int]]:
-    r"""Partitions set ids into groups whose sizes differ at most
-    :obj:`max_padding` times (a single group when it is :obj:`None` or when
-    the whole batch is already that tight)."""
-    ids = list(range(len(counts)))
-    if not counts:
+def _size_groups(counts: list[int], ids: list[int], max_padding: float | None
+                 ) -> list[list[int]]:
+    r"""Partitions the sets :obj:`ids` into groups whose sizes
+    (:obj:`counts[i]`) differ at most :obj:`max_padding` times (a single
+    group when it is :obj:`None` or when they are already that tight)."""
+    if not ids:
         return [ids]
-    biggest = max(counts)
-    if max_padding is None or biggest <= max_padding * max(1, min(counts)):
+    sizes = [counts[i] for i in ids]
+    if max_padding is None or max(sizes) <= max_padding * max(1, min(sizes)):
         return [ids]
-    ids.sort(key=lambda i: -counts[i])
+    ids = sorted(ids, key=lambda i: -counts[i])
     groups, start = [], 0
     for pos in range(1, len(ids) + 1):
         if pos == len(ids) or counts[ids[pos]] * max_padding < counts[ids[start]]:
@@ -401,15 +416,16 @@ def _size_groups(counts: list[int], max_padding: float | None) -> list[list[int]
 
 def _padding_index(layout: SetLayout, set_ids: Tensor, single: bool
                    ) -> tuple[Tensor | None, Tensor | None, int]:
-    r"""Element indices of :obj:`set_ids` and their flat positions in a
-    :obj:`[len(set_ids), width]` buffer (:obj:`None` for both when the bucket
-    is the whole batch in order, every set of size :obj:`width`)."""
+    r"""Element indices of :obj:`set_ids` (:obj:`None` when the bucket is
+    the whole batch in order) and their flat positions in a
+    :obj:`[len(set_ids), width]` buffer (:obj:`None` when every set of the
+    bucket has :obj:`width` elements: no padding)."""
     counts = layout.count_tensor[set_ids]
     width = max(1, max(layout.counts[i] for i in set_ids.tolist()) if len(set_ids) else 1)
     local = torch.arange(len(set_ids), device=layout.device).repeat_interleave(counts)
     starts = (counts.cumsum(0) - counts).repeat_interleave(counts)
     offset = torch.arange(local.numel(), device=layout.device) - starts
     index = None if single else layout.ptr[set_ids][local] + offset
-    if single and local.numel() == len(set_ids) * width:  # every set full: no padding
+    if local.numel() == len(set_ids) * width:  # every set full: no padding
         return index, None, width
     return index, local * width + offset, width

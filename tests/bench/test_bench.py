@@ -14,14 +14,15 @@ from mzattn.bench.set_pooling import BASELINE, IMPLEMENTATIONS
 def test_bench_runs_at_tiny_size(tmp_path):
     out = tmp_path / 'bench'
     assert cli(['--size', 'tiny', '--repeats', '1', '--no-memory', '--out', str(out),
-                '--suites', 'set_pooling,table30,scaling']) == 0
-    pooling = json.loads((out / 'set_pooling.json').read_text())['results']
-    assert set(pooling) == {f'{w}/{m}' for w in ('uniform-10-30', 'uniform-10-100',
-                                                  'skewed', 'large-1024')
-                            for m in ('train', 'inference')}
-    for entry in pooling.values():
-        assert BASELINE in entry['rows'] and 'ours-auto' in entry['rows']
-        assert all(r['median_s'] > 0 for r in entry['rows'].values())
+                '--suites', 'set_pooling,self_attention,table30,scaling']) == 0
+    for suite, baseline in (('set_pooling', BASELINE), ('self_attention', 'ours-dense')):
+        results = json.loads((out / f'{suite}.json').read_text())['results']
+        assert set(results) == {f'{w}/{m}' for w in ('uniform-10-30', 'uniform-10-100',
+                                                      'skewed', 'large-1024')
+                                for m in ('train', 'inference')}
+        for entry in results.values():
+            assert baseline in entry['rows'] and 'ours-auto' in entry['rows']
+            assert all(r['median_s'] > 0 for r in entry['rows'].values())
     table30 = json.loads((out / 'table30.json').read_text())['results']
     assert set(table30) == {'small', 'medium', 'large'}
     assert table30['small']['params']['mz-full'] > table30['small']['params']['standard']
@@ -29,6 +30,7 @@ def test_bench_runs_at_tiny_size(tmp_path):
     assert set(table30['small']['block']) == {'isab', 'mz-isab', 'mz-isab-recompute'}
     summary = (out / 'summary.md').read_text()
     assert 'Set pooling stack vs PyG' in summary and 'paper (RTX 5090)' in summary
+    assert 'Self-attention (SAB) on ragged sets' in summary
     (out / 'summary.md').unlink()
     assert cli(['--render', '--out', str(out), '--suites', 'table30,scaling']) == 0
     rendered = (out / 'summary.md').read_text()
@@ -96,3 +98,13 @@ def test_interleaved_timing_uses_the_balanced_orders():
     timings = time_interleaved(fns, torch.device('cpu'), repeats=5, warmup=1)
     assert ''.join(calls) == 'abcd' + 'abdc' + 'bcad' + 'cdba' + 'dacb' + 'abdc'
     assert all(t.runs == 5 for t in timings.values())
+
+
+def test_suites_skip_the_padded_pyg_blocks_where_they_would_be_huge():
+    from mzattn.bench import self_attention, set_pooling
+    from mzattn.bench.workloads import set_sizes
+    assert not self_attention.runs_on('pyg-sab', set_sizes('skewed'))
+    assert self_attention.runs_on('pyg-sab', set_sizes('large-1024'))
+    assert self_attention.runs_on('ours-auto', set_sizes('skewed'))
+    assert not set_pooling.runs_on('pyg-settransformer', set_sizes('uniform-10-100') + 1)
+    assert set_pooling.runs_on('pyg-anchor', set_sizes('skewed'))

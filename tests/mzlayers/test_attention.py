@@ -85,6 +85,27 @@ def test_auto_backend_splits_skewed_batches_into_buckets():
     assert len(uniform.plan(None, AUTO_MAX_PADDING)) == 1
 
 
+def test_auto_gives_large_sets_an_unpadded_bucket_of_their_own(monkeypatch):
+    x, batch, B = ragged_batch()  # sizes 3, 1, 0, 7, 2, 40: pairs 9, 1, 0, 49, 4, 1600
+    layout = _layout(batch, B)
+    buckets = layout.plan(layout, AUTO_MAX_PADDING, alone_min_pairs=40)
+    alone = [b for b in buckets if b.set_ids.tolist() in ([3], [5])]
+    assert len(alone) == 2
+    assert all(b.key_pos is None and b.query_pos is None for b in alone)  # no padding, no mask
+    assert sorted(torch.cat([b.set_ids for b in buckets]).tolist()) == list(range(B))
+    tight = _layout(torch.arange(4).repeat_interleave(50), 4)
+    assert len(tight.plan(tight, AUTO_MAX_PADDING, alone_min_pairs=40)) == 1
+    monkeypatch.setattr(attention, 'AUTO_ALONE_MIN_PAIRS', 40)
+    q, k, v = _inputs(x.size(0), x.size(0))
+    out = set_attention(q, k, v, layout, layout, 'auto')
+    ref = _reference(q, k, v, layout, layout)
+    assert torch.allclose(out, ref, atol=1e-10)
+    grads = torch.autograd.grad(out.square().sum(), (q, k, v))
+    ref_grads = torch.autograd.grad(ref.square().sum(), (q, k, v))
+    for g, r in zip(grads, ref_grads, strict=True):
+        assert torch.allclose(g, r, atol=1e-10)
+
+
 def test_empty_set_gives_exact_zero_without_nan():
     x, batch, B = ragged_batch(sizes=(0, 3, 0))
     layout = _layout(batch, B)
