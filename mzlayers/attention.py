@@ -66,7 +66,9 @@ Backends:
   the input, attended without a mask), self-attention over ragged keys, and
   every call on other devices (not measured) — runs the dense kernel on size
   buckets whose sets differ at most :obj:`AUTO_MAX_PADDING` times, so a
-  skewed batch is not padded to its largest set.
+  skewed batch is not padded to its largest set.  On CPU, when a batch needs
+  several buckets, each set with at least :obj:`AUTO_ALONE_MIN_PAIRS`
+  query-key pairs gets an unpadded bucket of its own.
 """
 
 import torch
