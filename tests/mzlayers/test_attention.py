@@ -31,6 +31,19 @@ def _reference(q, k, v, layout, query_layout=None):
     return torch.cat(outs)
 
 
+def _assert_matches(out, ref, inputs):
+    r"""``out`` equals ``ref`` to 1e-10, and so do their gradients with
+    respect to ``inputs`` (for one random cotangent)."""
+    assert out.shape == ref.shape
+    assert torch.allclose(out, ref, atol=1e-10)
+    w = torch.randn_like(out)
+    grads = torch.autograd.grad((out * w).sum(), inputs)
+    ref_grads = torch.autograd.grad((ref * w).sum(), inputs)
+    for g, r in zip(grads, ref_grads, strict=True):
+        assert torch.isfinite(g).all()
+        assert torch.allclose(g, r, atol=1e-10)
+
+
 @pytest.mark.parametrize('backend', ['segment', 'dense', 'auto'])
 @pytest.mark.parametrize('shared', [True, False])
 def test_backends_match_reference_forward_and_backward(backend, shared):
@@ -43,13 +56,7 @@ def test_backends_match_reference_forward_and_backward(backend, shared):
     query_layout = None if shared else layout
     out = set_attention(q, k, v, layout, query_layout, backend)
     ref = _reference(q, k, v, layout, query_layout)
-    assert out.shape == ref.shape
-    assert torch.allclose(out, ref, atol=1e-10)
-    w = torch.randn_like(out)
-    grads = torch.autograd.grad((out * w).sum(), (q, k, v))
-    ref_grads = torch.autograd.grad((ref * w).sum(), (q, k, v))
-    for g, r in zip(grads, ref_grads, strict=True):
-        assert torch.allclose(g, r, atol=1e-10)
+    _assert_matches(out, ref, (q, k, v))
 
 
 @pytest.mark.parametrize('backend', ['dense', 'auto'])
@@ -65,11 +72,7 @@ def test_equal_sizes_run_unpadded_and_match_reference(backend, shared):
     query_layout = None if shared else layout
     out = set_attention(q, k, v, layout, query_layout, backend)
     ref = _reference(q, k, v, layout, query_layout)
-    assert torch.allclose(out, ref, atol=1e-10)
-    grads = torch.autograd.grad(out.square().sum(), (q, k, v))
-    ref_grads = torch.autograd.grad(ref.square().sum(), (q, k, v))
-    for g, r in zip(grads, ref_grads, strict=True):
-        assert torch.allclose(g, r, atol=1e-10)
+    _assert_matches(out, ref, (q, k, v))
 
 
 def test_auto_backend_splits_skewed_batches_into_buckets():
@@ -99,11 +102,7 @@ def test_auto_gives_large_sets_an_unpadded_bucket_of_their_own(monkeypatch):
     q, k, v = _inputs(x.size(0), x.size(0))
     out = set_attention(q, k, v, layout, layout, 'auto')
     ref = _reference(q, k, v, layout, layout)
-    assert torch.allclose(out, ref, atol=1e-10)
-    grads = torch.autograd.grad(out.square().sum(), (q, k, v))
-    ref_grads = torch.autograd.grad(ref.square().sum(), (q, k, v))
-    for g, r in zip(grads, ref_grads, strict=True):
-        assert torch.allclose(g, r, atol=1e-10)
+    _assert_matches(out, ref, (q, k, v))
 
 
 def test_empty_set_gives_exact_zero_without_nan():
@@ -180,12 +179,7 @@ def test_segment_mixed_runs_match_reference(shared, fused_sets):
     q, k, v = _inputs(M if shared else x.size(0), x.size(0))
     out = set_attention(q, k, v, layout, query_layout, 'segment')
     ref = _reference(q, k, v, layout, query_layout)
-    assert torch.allclose(out, ref, atol=1e-10)
-    w = torch.randn_like(out)
-    grads = torch.autograd.grad((out * w).sum(), (q, k, v))
-    ref_grads = torch.autograd.grad((ref * w).sum(), (q, k, v))
-    for g, r in zip(grads, ref_grads, strict=True):
-        assert torch.allclose(g, r, atol=1e-10)
+    _assert_matches(out, ref, (q, k, v))
 
 
 def _inputs(num_queries, num_keys, dtype=torch.float64):
@@ -207,13 +201,7 @@ def test_segment_pairs_on_uneven_layouts_match_reference(query_sizes, key_sizes,
     q, k, v = _inputs(query_batch.numel(), key_batch.numel())
     out = set_attention(q, k, v, key_layout, query_layout, 'segment')
     ref = _reference(q, k, v, key_layout, query_layout)
-    assert torch.allclose(out, ref, atol=1e-10)
-    w = torch.randn_like(out)
-    grads = torch.autograd.grad((out * w).sum(), (q, k, v))
-    ref_grads = torch.autograd.grad((ref * w).sum(), (q, k, v))
-    for g, r in zip(grads, ref_grads, strict=True):
-        assert torch.isfinite(g).all()
-        assert torch.allclose(g, r, atol=1e-10)
+    _assert_matches(out, ref, (q, k, v))
 
 
 @pytest.mark.parametrize('num_queries', [1, M])
@@ -224,13 +212,9 @@ def test_segment_shared_with_empty_and_one_element_sets(sizes, num_queries, fuse
     q, k, v = _inputs(num_queries, batch.numel())
     out = set_attention(q, k, v, layout, None, 'segment')
     ref = _reference(q, k, v, layout)
-    assert torch.allclose(out, ref, atol=1e-10)
     empty = torch.tensor(sizes).repeat_interleave(num_queries) == 0
     assert torch.equal(out[empty], torch.zeros_like(out[empty]))
-    grads = torch.autograd.grad(out.square().sum(), (q, k, v))
-    ref_grads = torch.autograd.grad(ref.square().sum(), (q, k, v))
-    for g, r in zip(grads, ref_grads, strict=True):
-        assert torch.allclose(g, r, atol=1e-10)
+    _assert_matches(out, ref, (q, k, v))
 
 
 def test_segment_shared_on_a_batch_of_empty_sets_is_zero():
