@@ -331,7 +331,7 @@ class SetLayout:
                            lambda: _pair_bags(self, queries, heads))
 
     def _build_plan(self, queries, max_padding, alone_min_pairs, num_learned) -> list[Bucket]:
-        pairs = self.pair_counts(queries, num_learned)
+        pairs = self.pair_counts(queries, num_learned)  # also checks the query layout
         groups = _size_groups(self.counts, list(range(self.num_sets)), max_padding)
         if len(groups) > 1 and alone_min_pairs is not None:
             alone = [b for b, p in enumerate(pairs) if p >= alone_min_pairs]
