@@ -107,7 +107,7 @@ def _measure_blocks(config: str, device, scale: float, repeats: int, memory: boo
 def run_scaling(device, scale: float, repeats: int, memory: bool) -> dict:
     sizes = [n for n in scaling.SIZES if n <= 10000 * scale] or [scaling.SIZES[0]]
     sets = scaling.SETS if scale >= 1 else 2
-    results = {'size': {}, 'num_generators': {}, 'num_matrix_generators': {}}
+    results = {'size': {}}
     for n in sizes:
         step = train_step(scaling.make_block().to(device), scaling.set_inputs(n, device, sets))
         job = dict(n=n, sets=sets, device=str(device))
