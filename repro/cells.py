@@ -22,11 +22,13 @@ from typing import Any
 
 import lightning.pytorch as pl
 import torch
+from filelock import FileLock, Timeout
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_only
 
 from .datamodule import SetDataModule
 from .environment import environment_record
+from .history import History
 from .lightning_module import SetModule, output_channels
 from .progress import EpochLogger, show_progress_bar
 from .spec import Column, Profile, Row, TableSpec
@@ -35,6 +37,7 @@ RECORD_VERSION = 1
 r"""Version of the cell JSON layout."""
 
 GRADIENT_CLIP = 1.0  # App. A.1: l2-norm gradient clipping
+WEIGHT_DECAY = 1e-5  # App. A.1: AdamW weight decay
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,16 @@ def cell_path(out: str, cell: Cell) -> str:
     return osp.join(table_dir(out, cell.table), "cells", f"{cell.cell_id}.json")
 
 
+def log_path(out: str, cell: Cell) -> str:
+    r"""CSV learning curve of a cell: :obj:`{out}/{table}/logs/{cell_id}.csv`."""
+    return osp.join(table_dir(out, cell.table), "logs", f"{cell.cell_id}.csv")
+
+
+def lock_path(out: str, cell: Cell) -> str:
+    r"""Lock of a running cell: :obj:`{out}/{table}/locks/{cell_id}.lock`."""
+    return osp.join(table_dir(out, cell.table), "locks", f"{cell.cell_id}.lock")
+
+
 def checkpoint_dir(out: str, cell: Cell) -> str:
     r"""Checkpoints of a cell: :obj:`{out}/{table}/ckpt/{cell_id}`."""
     return osp.join(table_dir(out, cell.table), "ckpt", cell.cell_id)
@@ -155,7 +168,7 @@ def cell_config(spec: TableSpec, cell: Cell, profile_name: str) -> dict[str, Any
         "loss": spec.loss_of(cell.column.label), "profile": profile_name,
         "training": {k: v for k, v in asdict(profile).items()
                      if k not in ("seeds", "rows", "columns", "data")},
-        "weight_decay": 1e-5, "gradient_clip": GRADIENT_CLIP,
+        "weight_decay": WEIGHT_DECAY, "gradient_clip": GRADIENT_CLIP,
     }
 
 
@@ -171,8 +184,10 @@ def column_profile(profile: Profile, column: Column) -> Profile:
     return dataclasses.replace(profile, **column.training) if column.training else profile
 
 
-def _callbacks(profile: Profile, ckpt_dir: str, progress: bool) -> list[pl.Callback]:
+def _callbacks(profile: Profile, ckpt_dir: str, progress: bool,
+               history: History) -> list[pl.Callback]:
     callbacks = [
+        history,
         ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/loss", mode="min",
                         save_top_k=1, save_last=True),
         EarlyStopping(monitor="val/loss", mode="min", patience=profile.patience),
@@ -200,7 +215,7 @@ def _build(spec: TableSpec, cell: Cell, profile: Profile,
     model = build_model(cell.row.model, data.in_channels, out,
                         **cell.column.overrides_for(cell.row))
     module = SetModule(model, loss=loss, target_dim=data.target_dim,
-                       num_classes=num_classes, lr=profile.lr,
+                       num_classes=num_classes, lr=profile.lr, weight_decay=WEIGHT_DECAY,
                        warmup_epochs=profile.warmup_epochs, max_epochs=profile.max_epochs,
                        target_mean=train.target_mean, target_std=train.target_std)
     return module, data
@@ -218,11 +233,13 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
     module, data = _build(spec, cell, profile, options)
     ckpt_dir = checkpoint_dir(out, cell)
     progress = show_progress_bar(options.progress)
+    history = History(spec.metric_of(cell.column.label), csv_path=log_path(out, cell))
     trainer = pl.Trainer(
         max_epochs=profile.max_epochs, accelerator=options.accelerator,
         devices=options.devices, strategy=options.strategy, num_nodes=options.num_nodes,
         precision=options.precision, deterministic=options.deterministic,
-        gradient_clip_val=GRADIENT_CLIP, callbacks=_callbacks(profile, ckpt_dir, progress),
+        gradient_clip_val=GRADIENT_CLIP,
+        callbacks=_callbacks(profile, ckpt_dir, progress, history),
         logger=False, enable_progress_bar=progress, enable_model_summary=False,
         default_root_dir=ckpt_dir, num_sanity_val_steps=0)
     last = osp.join(ckpt_dir, "last.ckpt")
@@ -237,6 +254,8 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
         "best_val_loss": None if checkpoint.best_model_score is None
         else float(checkpoint.best_model_score),
         "epochs": trainer.current_epoch, "stopped_early": early.stopped_epoch > 0,
+        "max_epochs": profile.max_epochs, "patience": profile.patience,
+        "history": history.rows,
         "resumed": resumed, "params": sum(p.numel() for p in module.model.parameters()
                                           if p.requires_grad),
         "device": _device_name(trainer.strategy.root_device),
@@ -257,6 +276,12 @@ def _remove_checkpoints(out: str, cell: Cell) -> None:
         os.rmdir(osp.dirname(folder))
 
 
+def _better(new: dict[str, Any], old: dict[str, Any] | None) -> bool:
+    # A record never replaces a better one of the same configuration: ok beats failed.
+    return old is None or old.get("status") != "ok" or new.get("status") == "ok" \
+        or _identity(old.get("config", {})) != _identity(new.get("config", {}))
+
+
 def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
              options: RunOptions | None = None) -> dict[str, Any]:
     r"""Runs one cell unless its JSON already holds a finished run of the
@@ -264,13 +289,32 @@ def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
     :obj:`"skipped": True` when it was not rerun). Any exception is recorded
     as a failed cell with its traceback instead of propagating. Only global
     rank zero writes.
+
+    A cell runs under a lock (:func:`lock_path`, an OS file lock that dies
+    with its owner): when another live process holds it, the cell is left
+    to that process and its record says :obj:`"status": "busy"`.
     """
     options = options or RunOptions()
-    path = cell_path(out, cell)
     config = cell_config(spec, cell, profile)
-    previous = read_record(path)
+    previous = read_record(cell_path(out, cell))
     if is_finished(previous, config):
         return previous | {"skipped": True}
+    if rank_zero_only.rank != 0 or torch.distributed.is_initialized():
+        return _run_locked(spec, cell, profile, out, options, config)
+    os.makedirs(osp.dirname(lock_path(out, cell)), exist_ok=True)
+    try:
+        with FileLock(lock_path(out, cell), timeout=0):
+            previous = read_record(cell_path(out, cell))  # finished while we waited?
+            if is_finished(previous, config):
+                return previous | {"skipped": True}
+            return _run_locked(spec, cell, profile, out, options, config)
+    except Timeout:
+        return {"status": "busy", "cell_id": cell.cell_id, "config": config}
+
+
+def _run_locked(spec: TableSpec, cell: Cell, profile: str, out: str, options: RunOptions,
+                config: dict[str, Any]) -> dict[str, Any]:
+    path = cell_path(out, cell)
     record = {"version": RECORD_VERSION, "profile": profile, "config": config,
               "cell_id": cell.cell_id}
     start = time.perf_counter()
@@ -282,7 +326,7 @@ def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
         print(f"[mzattn-repro] cell {cell.cell_id} failed: {record['error']}",
               file=sys.stderr, flush=True)
     record |= {"wall_time_s": time.perf_counter() - start} | environment_record()
-    if rank_zero_only.rank == 0:
+    if rank_zero_only.rank == 0 and _better(record, read_record(path)):
         write_json_atomic(record, path)
         if record["status"] == "ok" and not options.keep_checkpoints:
             _remove_checkpoints(out, cell)

@@ -11,6 +11,7 @@ r"""The :obj:`mzattn-repro` command (also :obj:`python -m mzattn.repro`).
     mzattn-repro env                       # environment information
     mzattn-repro bench                     # speed and memory benchmarks
     mzattn-repro datagen [TABLE ...]       # generate (cache) and time a profile's data
+    mzattn-repro campaign NAME [--jobs 2]  # a named list of cells, resumable (--status)
 """
 import argparse
 import importlib
@@ -20,7 +21,7 @@ import sys
 from .tables import TABLE_MODULES, list_tables, load_spec
 
 COMMANDS = ("list", "report", "demo", "models", "docker", "env", "bench", "table30", "analysis",
-            "datagen")
+            "datagen", "campaign")
 _DELEGATED = {  # command -> (module, function taking the remaining argv)
     "docker": ("mzattn.repro.docker_driver", "cli"),
     "env": ("mzattn.repro.envinfo", "cli"),
@@ -28,6 +29,7 @@ _DELEGATED = {  # command -> (module, function taking the remaining argv)
     "table30": ("mzattn.bench.cli", "table30_cli"),
     "analysis": ("mzattn.repro.analysis", "cli"),
     "datagen": ("mzattn.repro.datagen", "cli"),
+    "campaign": ("mzattn.repro.campaign", "cli"),
 }
 
 

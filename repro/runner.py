@@ -48,7 +48,8 @@ def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None 
         start = time.perf_counter()
         record = run_cell(spec, cell, profile, out, options)
         records.append(record)
-        state = "skipped (finished)" if record.get("skipped") else record["status"]
+        state = "skipped (finished)" if record.get("skipped") else \
+            "busy (another run holds its lock)" if record["status"] == "busy" else record["status"]
         metrics = record.get("metrics", {})
         shown = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
         _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {state} {shown} "
@@ -117,7 +118,7 @@ def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
         logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     records = run_table(spec, args.profile, args.models, args.columns, args.seeds, args.out,
                         options_from_args(args))
-    return int(any(r["status"] != "ok" for r in records))
+    return int(any(r["status"] == "failed" for r in records))
 
 
 def main(spec: TableSpec, argv: list[str] | None = None) -> int:

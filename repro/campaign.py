@@ -1,0 +1,169 @@
+r"""Campaigns: named lists of cells from several tables, run to completion
+over many sessions (:obj:`mzattn-repro campaign NAME`).
+
+A campaign is resumable by construction: finished cells are skipped, a
+killed cell resumes from its :obj:`last.ckpt`, and each cell runs under its
+own lock, so :obj:`--jobs N` worker processes (or N separate invocations)
+share the list without running a cell twice. After every cell the table's
+report is rebuilt. :obj:`--status` prints the plan and its progress.
+"""
+import argparse
+import csv
+import os
+import os.path as osp
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from .cells import Cell, RunOptions, cell_path, lock_path, log_path, read_record, run_cell
+from .runner import grid
+from .tables import load_spec
+
+
+@dataclass(frozen=True)
+class Entry:
+    r"""Cells of one table in a campaign: the given rows (labels) on the
+    given columns, for every seed of the campaign."""
+    table: str
+    rows: tuple[str, ...]
+    columns: tuple[str, ...]
+
+
+_TABLE3_D8 = ("Standard", "Standard (mean-pool head)", "ST-Large", "Perceiver",
+              "LA-ST (Linear Attn.)", "HyperNet (r=8)", "HyperNet (r=64, full key-rank)",
+              "MZAttn-Full")
+_TABLE6_ROWS = ("Standard", "MZ-Slim (n_g=2, L=1)", "MZ-Med (n_g=4, L=2)",
+                "MZ-Full (n_g=8, L=4)")
+_TABLE29_ROWS = ("Set Transformer", "Deep Sets", "Slot Attention", "MZAttn (ours)")
+
+CAMPAIGNS: dict[str, tuple[Entry, ...]] = {
+    # Issue 15: the paper's protocol (--profile full) on a 2-core CPU, one seed.
+    # Ordered by what decides the most per CPU hour: the MEB headline first.
+    "paper-protocol": (
+        Entry("table3", _TABLE3_D8, ("d=8",)),
+        Entry("table6", _TABLE6_ROWS, ("Max", "RotMatch", "MST")),
+        Entry("table29", _TABLE29_ROWS, ("Max", "Sum", "Median", "Range")),
+        Entry("table1", ("ST-4L", "MZAttn-1L"), ("L=4", "L=8", "L=16", "L=32")),
+        Entry("table7", ("ST-Large", "MZAttn (ours)"),
+              ("Quadratic TDOF L=4", "Quadratic TDOF L=8", "Quadratic TDOF L=16")),
+        Entry("table3", ("Standard", "Standard (mean-pool head)", "ST-Large", "MZAttn-Full"),
+              ("d=32",)),
+    ),
+}
+r"""Every campaign by name."""
+
+PROFILE = "full"
+
+
+def campaign_cells(name: str, seeds: tuple[int, ...] = (0,),
+                   profile: str = PROFILE) -> list[Cell]:
+    r"""The cells of campaign :obj:`name` under :obj:`profile`, in run order."""
+    if name not in CAMPAIGNS:
+        raise ValueError(f"unknown campaign {name!r}; known: {', '.join(CAMPAIGNS)}")
+    cells = []
+    for entry in CAMPAIGNS[name]:
+        spec = load_spec(entry.table)
+        cells += grid(spec, profile, list(entry.rows), list(entry.columns), list(seeds))
+    return cells
+
+
+def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
+                 options: RunOptions | None = None, profile: str = PROFILE) -> int:
+    r"""Runs every cell of campaign :obj:`name` that is neither finished nor
+    held by another process, rebuilding a table's report after each of its
+    cells. Returns the number of cells that failed."""
+    from .report import write_report
+    failed = 0
+    for cell in campaign_cells(name, seeds, profile):
+        spec = load_spec(cell.table)
+        start = time.perf_counter()
+        record = run_cell(spec, cell, profile, out, options)
+        if record.get("skipped") or record["status"] == "busy":
+            continue
+        failed += record["status"] == "failed"
+        print(f"[mzattn-repro] campaign {name}: {cell.table} {cell.cell_id} "
+              f"{record['status']} ({time.perf_counter() - start:.0f} s)", flush=True)
+        write_report(spec, out)
+    return failed
+
+
+def _history(out: str, cell: Cell) -> list[dict[str, str]]:
+    path = log_path(out, cell)
+    if not osp.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _held(out: str, cell: Cell) -> bool:
+    from filelock import FileLock, Timeout
+    path = lock_path(out, cell)
+    if not osp.exists(path):
+        return False
+    try:
+        with FileLock(path, timeout=0):
+            return False
+    except Timeout:
+        return True
+
+
+def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
+                 profile: str = PROFILE) -> list[str]:
+    r"""One Markdown table row per cell of the campaign: state, epochs,
+    epoch time and the time left at the epoch cap (an upper bound)."""
+    from .convergence import convergence
+    lines = ["| table | cell | state | epochs | s/epoch | left at cap (h) | convergence |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    total_left = 0.0
+    for cell in campaign_cells(name, seeds, profile):
+        record, rows = read_record(cell_path(out, cell)), _history(out, cell)
+        cap = load_spec(cell.table).profile(profile).max_epochs
+        epoch_s = sum(float(r["epoch_time_s"]) for r in rows[-5:]) / len(rows[-5:]) \
+            if rows else None
+        if record is not None and record.get("status") == "ok":
+            state, left, conv = "done", 0.0, convergence(record).reason
+        else:
+            state = "running" if _held(out, cell) else (
+                "failed" if record is not None else "queued")
+            left = None if epoch_s is None else epoch_s * (cap - len(rows)) / 3600
+            conv = ""
+        total_left += left or 0.0
+        lines.append(f"| {cell.table} | {cell.cell_id} | {state} | {len(rows)}/{cap} | "
+                     f"{'—' if epoch_s is None else f'{epoch_s:.1f}'} | "
+                     f"{'—' if left is None else f'{left:.2f}'} | {conv} |")
+    lines.append(f"\nKnown time left at the cap: {total_left:.1f} h of one core "
+                 "(cells never started have no estimate yet).")
+    return lines
+
+
+def _workers(args: argparse.Namespace) -> int:
+    threads = args.threads or max(1, (os.cpu_count() or 1) // args.jobs)
+    child = [sys.executable, "-m", "mzattn.repro", "campaign", args.name, "--out", args.out,
+             "--profile", args.profile, "--threads", str(threads)]
+    procs = [subprocess.Popen(child) for _ in range(args.jobs)]
+    return max(proc.wait() for proc in procs)
+
+
+def cli(argv: list[str]) -> int:
+    r""":obj:`mzattn-repro campaign NAME [--out DIR] [--jobs N] [--status]`."""
+    parser = argparse.ArgumentParser(prog="mzattn-repro campaign",
+                                     description="run a named campaign of cells to completion")
+    parser.add_argument("name", choices=sorted(CAMPAIGNS))
+    parser.add_argument("--out", default=osp.join("results", PROFILE))
+    parser.add_argument("--profile", default=PROFILE,
+                        help="profile of every cell (default: full, the paper's protocol)")
+    parser.add_argument("--jobs", type=int, default=1, help="cells at a time (processes)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads per cell")
+    parser.add_argument("--status", action="store_true", help="print the plan and progress")
+    args = parser.parse_args(argv)
+    if args.status:
+        print("\n".join(status_lines(args.name, args.out, profile=args.profile)))
+        return 0
+    if args.jobs > 1:
+        return _workers(args)
+    if args.threads is not None:
+        import torch
+        torch.set_num_threads(args.threads)
+    options = RunOptions(progress=False)
+    return int(run_campaign(args.name, args.out, options=options, profile=args.profile) > 0)
