@@ -255,7 +255,7 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
         else float(checkpoint.best_model_score),
         "epochs": trainer.current_epoch, "stopped_early": early.stopped_epoch > 0,
         "max_epochs": profile.max_epochs, "patience": profile.patience,
-        "history": history.rows,
+        "history": history.rows, "split_sizes": [len(split) for split in data.splits],
         "resumed": resumed, "params": sum(p.numel() for p in module.model.parameters()
                                           if p.requires_grad),
         "device": _device_name(trainer.strategy.root_device),

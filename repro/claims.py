@@ -4,7 +4,14 @@ A check compares aggregated cells (:class:`~mzattn.repro.results.Results`)
 and returns a :class:`~mzattn.repro.spec.Verdict` with the numbers:
 :obj:`"not reproduced"` when a condition fails on cells that ran, else
 :obj:`"not run"` if a cell it needs has no finished seed, else
-:obj:`"reproduced"`.
+:obj:`"reproduced"`. This is the outcome of the check on the numbers alone;
+:func:`mzattn.repro.verdicts.decide` turns a failed check into
+"contradicted" or "inconclusive" from the convergence of the cells behind it.
+
+A condition is :obj:`(ok, text)` or :obj:`(ok, text, cells)`, where
+:obj:`cells` are the :obj:`(row, column)` cells it was decided on
+(:func:`compare` and :func:`ratio` name them; for a condition without them,
+every cell the check read counts).
 """
 import operator
 from collections.abc import Callable
@@ -18,7 +25,7 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 
 Cell = tuple[str, str]  # (row label, column label)
-Condition = tuple[bool | None, str]
+Condition = tuple[bool | None, str] | tuple[bool | None, str, tuple[Cell, ...]]
 
 
 def _fmt(value: float) -> str:
@@ -38,11 +45,12 @@ def compare(results: Results, cell: Cell, op: str, other: Cell | float,
     if lhs is None or rhs is None:
         missing = cell if lhs is None else other
         return None, f"{missing[0]} {missing[1]} not run"
+    cells = (cell,) if isinstance(other, float | int) else (cell, other)
     rhs_name = _fmt(rhs) if isinstance(other, float | int) else f"{other[0]} {other[1]} {_fmt(rhs)}"
     scaled = factor * rhs
     text = f"{cell[0]} {cell[1]} {metric}={_fmt(lhs)} {op} " \
            f"{'' if factor == 1.0 else f'{factor:g}x '}{rhs_name}"
-    return _OPS[op](lhs, scaled), text
+    return _OPS[op](lhs, scaled), text, cells
 
 
 def ratio(results: Results, numerator: Cell, denominator: Cell, minimum: float,
@@ -55,7 +63,8 @@ def ratio(results: Results, numerator: Cell, denominator: Cell, minimum: float,
         return None, f"{missing[0]} {missing[1]} not run"
     value = top / bottom if bottom > 0 else float("inf")
     return value >= minimum, (f"{metric} ratio {numerator[0]} / {denominator[0]} "
-                              f"({numerator[1]}) = {value:.3g} >= {minimum:g}")
+                              f"({numerator[1]}) = {value:.3g} >= {minimum:g}"), \
+        (numerator, denominator)
 
 
 def verdict(*conditions: Condition) -> Verdict:
@@ -63,10 +72,13 @@ def verdict(*conditions: Condition) -> Verdict:
     evaluated fails, else :obj:`"not run"` if one could not be evaluated,
     else :obj:`"reproduced"`."""
     mark = {True: "✓", False: "✗", None: "?"}
-    details = "; ".join(f"{mark[ok]} {text}" for ok, text in conditions)
-    oks = [ok for ok, _ in conditions]
-    if any(ok is False for ok in oks):  # a cell that ran already contradicts the claim
-        return Verdict(NOT_REPRODUCED, details)
+    details = "; ".join(f"{mark[c[0]]} {c[1]}" for c in conditions)
+    failing = [c for c in conditions if c[0] is False]
+    if failing:  # a cell that ran already fails the claim
+        named = all(len(c) > 2 for c in failing)
+        cells = tuple(cell for c in failing for cell in c[2]) if named else None
+        return Verdict(NOT_REPRODUCED, details, cells)
+    oks = [c[0] for c in conditions]
     return Verdict(NOT_RUN if any(ok is None for ok in oks) else REPRODUCED, details)
 
 

@@ -82,3 +82,40 @@ def bars_and_lines(column: str, title_bars: str, title_lines: str, xlabel: str):
         _save(fig, path)
         plt.close(fig)
     return draw
+
+
+def learning_curves(results: Results, path: str) -> bool:
+    r"""Draws every finished cell's validation metric per epoch (one panel
+    per column, one line per row and seed) to :obj:`path`. Returns
+    :obj:`False`, drawing nothing, when no record has a history."""
+    spec = results.spec
+    columns = [c.label for c in spec.columns
+               if any(r.get("history") for row in spec.rows
+                      for r in results.records(row.label, c.label))]
+    if not columns:
+        return False
+    plt = _pyplot()
+    ncols = min(4, len(columns))
+    nrows = -(-len(columns) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4 * ncols, 3 * nrows), squeeze=False)
+    colors = dict(zip([row.label for row in spec.rows], plt.cm.tab10.colors * 3, strict=False))
+    for ax, column in zip(axes.flat, columns, strict=False):
+        for row in spec.rows:
+            for record in results.records(row.label, column):
+                history = [h for h in record.get("history") or []
+                           if h.get("val_metric") is not None]
+                ax.plot([h["epoch"] for h in history], [h["val_metric"] for h in history],
+                        color=colors[row.label], label=row.label, lw=1)
+        ax.set_title(column, fontsize=9)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(f"validation {spec.metric_of(column)}")
+    for ax in list(axes.flat)[len(columns):]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=False))
+    fig.legend(unique.values(), unique.keys(), loc="lower center", ncol=min(4, len(unique)),
+               fontsize=8, bbox_to_anchor=(0.5, -0.02 - 0.04 * (len(unique) // 4)))
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+    return True

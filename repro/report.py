@@ -6,8 +6,11 @@ import os.path as osp
 import tempfile
 
 from .cells import table_dir
+from .convergence import convergence
+from .figures import learning_curves
 from .results import Results, load_records
 from .spec import TableSpec, Verdict
+from .verdicts import decide
 
 METRIC_NAMES = {"r2": "R²", "mse": "MSE", "acc": "accuracy", "nll": "NLL"}
 
@@ -106,25 +109,64 @@ def _param_lines(spec: TableSpec, results: Results, paper) -> list[str]:
 
 
 def verdicts(spec: TableSpec, results: Results) -> list[tuple[str, Verdict]]:
-    r"""Every headline claim of :obj:`spec` with its verdict."""
-    return [(claim.text, claim.check(results)) for claim in spec.claims]
+    r"""Every headline claim of :obj:`spec` with its published verdict
+    (:func:`mzattn.repro.verdicts.decide`)."""
+    decided = []
+    for claim in spec.claims:
+        with results.tracking() as read:
+            check = claim.check(results)
+        decided.append((claim.text, decide(results, check, read)))
+    return decided
 
 
-def render(spec: TableSpec, results: Results, figure: str | None = None) -> str:
+def _sizes(record: dict) -> str:
+    sizes = record.get("split_sizes")
+    if sizes:
+        return " / ".join(f"{n:,}" for n in sizes)
+    task = record.get("config", {}).get("task_overrides", {})
+    given = [task.get(k) for k in ("num_train", "num_val", "num_test")]
+    return " / ".join("task default" if n is None else f"{n:,}" for n in given)
+
+
+def _ran_lines(results: Results) -> list[str]:
+    # What actually ran: one row per finished record.
+    lines = ["| Cell | Profile | Seed | Train / val / test sets | Epochs (cap) | Convergence |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for r in sorted(results.ok, key=lambda r: r.get("cell_id", "")):
+        cap = r.get("max_epochs") or r["config"].get("training", {}).get("max_epochs")
+        lines.append(f"| {r['config']['row']} · {r['config']['column']} | {r['profile']} | "
+                     f"{r['config'].get('seed')} | {_sizes(r)} | {r.get('epochs')} ({cap}) | "
+                     f"{convergence(r).reason} |")
+    return lines
+
+
+def _header(spec: TableSpec, results: Results) -> list[str]:
+    if not results.ok:
+        return [f"No cell of {spec.key} has finished ({len(results.failed)} failed)."]
+    seeds = sorted({r["config"].get("seed") for r in results.ok})
+    lines = [f"Ran: profile {', '.join(results.profiles)}; {len(results.ok)} finished cells, "
+             f"{len(results.failed)} failed; seeds {', '.join(map(str, seeds))}; training "
+             f"time {results.wall_time() / 60:.1f} min. Split sizes and epochs per cell are "
+             "under *What ran*. Rebuild with `mzattn-repro report`."]
+    if results.profiles == ["smoke"]:
+        lines += ["", "Smoke profile: a pipeline check only, no verdict."]
+    elif results.profiles != ["full"]:
+        lines += ["", "Some numbers come from a reduced profile (smaller data, fewer epochs "
+                      "and seeds than the paper): a failed check there is inconclusive."]
+    return lines
+
+
+def render(spec: TableSpec, results: Results, figure: str | None = None,
+           curves: str | None = None) -> str:
     r"""The markdown report of one table."""
     paper = paper_table_of(spec)
-    profiles = ", ".join(results.profiles) or "none"
-    lines = [f"# {spec.key}: {spec.title}", "",
-             f"Profiles run: {profiles}. Finished cells: {len(results.ok)}, failed: "
-             f"{len(results.failed)}, total training time {results.wall_time() / 60:.1f} min. "
-             f"Rebuild with `mzattn-repro report`.", ""]
-    if results.profiles and results.profiles != ["full"]:
-        lines += ["Our numbers come from a reduced profile (smaller data, fewer epochs "
-                  "and seeds than the paper); compare the contrast, not the last digit.", ""]
+    lines = [f"# {spec.key}: {spec.title}", "", *_header(spec, results), ""]
     if spec.notes:
         lines += [spec.notes, ""]
     lines += ["## Verdicts", ""]
-    lines += [f"- **{v.status}** — {text} ({v.detail})" for text, v in verdicts(spec, results)]
+    lines += [f"- **{v.status}** — {text} ({v.detail})"
+              + (f" [{v.convergence}]" if v.convergence else "")
+              for text, v in verdicts(spec, results)]
     lines += ["", "## Results (test split, model selected on validation loss)", ""]
     lines += _value_lines(spec, results, paper)
     lines += ["", "## Parameters", ""] + _param_lines(spec, results, paper)
@@ -132,6 +174,10 @@ def render(spec: TableSpec, results: Results, figure: str | None = None) -> str:
         lines += ["", "## Failed cells", ""]
         lines += [f"- `{r['cell_id']}`: {r.get('error', 'unknown error')}"
                   for r in results.failed]
+    if results.ok:
+        lines += ["", "## What ran", "", *_ran_lines(results)]
+    if curves:
+        lines += ["", "## Learning curves", "", f"![validation curves]({osp.basename(curves)})"]
     if figure:
         lines += ["", f"![{spec.key}]({osp.basename(figure)})"]
     return "\n".join(lines) + "\n"
@@ -155,6 +201,9 @@ def write_report(spec: TableSpec, out: str) -> str:
     if spec.figure is not None and results.ok:
         figure = osp.join(folder, f"{spec.key}.png")
         spec.figure(results, figure)
+    curves = osp.join(folder, "curves.png")
+    if not learning_curves(results, curves):
+        curves = None
     path = osp.join(folder, "report.md")
-    _write_text_atomic(render(spec, results, figure), path)
+    _write_text_atomic(render(spec, results, figure, curves), path)
     return path

@@ -1,8 +1,10 @@
 r"""Aggregation of a table's cell JSON files into mean ± std per cell."""
+import contextlib
 import glob
 import json
 import os.path as osp
 import statistics
+from collections.abc import Iterator
 from typing import Any
 
 from .cells import table_dir
@@ -31,9 +33,22 @@ class Results:
         self.ok = [r for r in records if r.get("status") == "ok"]
         self.failed = [r for r in records if r.get("status") != "ok"]
         self.profiles = sorted({r["profile"] for r in self.ok})
+        self._read: set[tuple[str, str]] | None = None
+
+    @contextlib.contextmanager
+    def tracking(self) -> Iterator[set[tuple[str, str]]]:
+        r"""Collects, into the yielded set, every :obj:`(row, column)` cell
+        read inside the block (the cells a claim's check was decided on)."""
+        self._read = read = set()
+        try:
+            yield read
+        finally:
+            self._read = None
 
     def records(self, row: str, column: str) -> list[dict[str, Any]]:
         r"""Successful records of one cell, all seeds."""
+        if self._read is not None:
+            self._read.add((row, column))
         return [r for r in self.ok
                 if r["config"]["row"] == row and r["config"]["column"] == column]
 

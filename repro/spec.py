@@ -137,11 +137,22 @@ class Column:
 
 @dataclass(frozen=True)
 class Verdict:
-    r"""Outcome of one headline claim: :obj:`status` is
-    :obj:`"reproduced"`, :obj:`"not reproduced"` or :obj:`"not run"`;
-    :obj:`detail` gives the numbers it was decided on."""
+    r"""Outcome of one headline claim.
+
+    A claim's check returns :obj:`status` :obj:`"reproduced"`,
+    :obj:`"not reproduced"` or :obj:`"not run"` with :obj:`detail`, the
+    numbers it was decided on, and, when it failed, the :obj:`cells`
+    (:obj:`(row, column)`) behind the failing conditions (:obj:`None`: every
+    cell the check read). :func:`mzattn.repro.verdicts.decide` publishes it
+    as :obj:`"reproduced"`, :obj:`"contradicted"`, :obj:`"inconclusive"`,
+    :obj:`"not run"` or :obj:`"pipeline check only"`, with the convergence of
+    those cells in :obj:`convergence` and every cell the check read in
+    :obj:`read`."""
     status: str
     detail: str
+    cells: tuple[tuple[str, str], ...] | None = None
+    convergence: str = ""
+    read: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import numpy as np
 from ..claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
 from ..paper_values import paper_table
 from ..spec import Verdict
+from ..verdicts import decide_study
 from .output import markdown_table, write_text
 from .plots import figure2_right
 from .tdof import SCHEMES, gains, perturbation_robustness, spearman
@@ -39,6 +40,11 @@ def _intro(results: str, profile: str, n: int, total: int) -> list[str]:
             "list its 18 TDOF assignments; ours are below with their justification.", ""]
 
 
+def _status(ok: bool, profile: str) -> str:
+    # The published verdict of a check on the study (decide_study).
+    return decide_study(Verdict(REPRODUCED if ok else NOT_REPRODUCED, ""), [profile]).status
+
+
 def figure2_report(results: str, folder: str, profile: str) -> str:
     r"""Writes :obj:`{folder}/report.md` and :obj:`figure2.png` (Figure 2
     right) and returns the report path."""
@@ -53,6 +59,7 @@ def figure2_report(results: str, folder: str, profile: str) -> str:
         verdict = Verdict(REPRODUCED if rho >= RHO_CLAIM and p < 0.05 else NOT_REPRODUCED,
                           f"Spearman {rho:.3f} (p={p:.2g}, n={len(tdof)}); we test "
                           f">= {RHO_CLAIM} at p < 0.05")
+    verdict = decide_study(verdict, [profile])
     figure2_right(rows, rho, osp.join(folder, "figure2.png"))
     lines = ["# figure2: TDOF vs MZAttn's MSE reduction (Figure 2, right)", ""]
     lines += _intro(results, profile, len(tdof), len(rows))
@@ -78,10 +85,10 @@ def table14_report(results: str, folder: str, profile: str) -> str:
     uniform = stats["uniform"]
     ok = rho >= RHO_CLAIM and uniform["p5"] >= RHO_CLAIM - 0.1
     lines += ["## Verdicts", "",
-              f"- **{REPRODUCED if rho >= RHO_CLAIM else NOT_REPRODUCED}** — "
+              f"- **{_status(rho >= RHO_CLAIM, profile)}** — "
               f"{paper.claims[0]} (ours: ρ = {rho:.3f}, p = {p:.2g}, n = {len(tdof)}; we "
               f"test ρ >= {RHO_CLAIM})",
-              f"- **{REPRODUCED if ok else NOT_REPRODUCED}** — {paper.claims[1]} (ours: "
+              f"- **{_status(ok, profile)}** — {paper.claims[1]} (ours: "
               f"5th-95th pct [{uniform['p5']:.3f}, {uniform['p95']:.3f}], "
               f"{uniform['frac_above_pct']:.2f}% of {uniform['trials']} trials with "
               f"ρ >= 0.6; we test ρ >= {RHO_CLAIM} and 5th pct >= {RHO_CLAIM - 0.1:.1f})",

@@ -8,6 +8,7 @@ from typing import Any
 from ..claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
 from ..paper_values import paper_table
 from ..spec import Verdict
+from ..verdicts import decide_study
 from .output import fmt, markdown_table, mean_std, write_text
 from .plots import reliability_plot
 from .study import ENSEMBLE, MC, METHODS, MZ
@@ -60,9 +61,11 @@ def _header(key: str, title: str, records: Records, folder: str) -> list[str]:
     return lines
 
 
-def _verdict_lines(claims: list[tuple[str, Verdict]]) -> list[str]:
+def _verdict_lines(claims: list[tuple[str, Verdict]], records: Records) -> list[str]:
+    profiles = sorted({r["profile"] for r in records})
+    decided = [(text, decide_study(v, profiles)) for text, v in claims]
     return ["## Verdicts", ""] + [f"- **{v.status}** — {text} ({v.detail})"
-                                  for text, v in claims] + [""]
+                                  for text, v in decided] + [""]
 
 
 def _not_run(texts: tuple[str, ...]) -> list[tuple[str, Verdict]]:
@@ -87,7 +90,7 @@ def table19_claims(records: Records) -> list[tuple[str, Verdict]]:
 def table19_report(records: Records, folder: str) -> str:
     r"""Writes :obj:`{folder}/report.md` of Table 19 and returns its path."""
     lines = _header("table19", "uncertainty calibration on set matching, samples binned "
-                    "by IHW", records, folder) + _verdict_lines(table19_claims(records))
+                    "by IHW", records, folder) + _verdict_lines(table19_claims(records), records)
     if records:
         paper = list(paper_table("table19").rows.values())
         rows = []
@@ -134,7 +137,7 @@ def table20_report(records: Records, folder: str) -> str:
     r"""Writes :obj:`{folder}/report.md` of Table 20 and returns its path."""
     lines = _header("table20", "uncertainty quality on set matching (Spearman / Pearson "
                     "with |error|, inference cost)", records, folder)
-    lines += _verdict_lines(table20_claims(records))
+    lines += _verdict_lines(table20_claims(records), records)
     if records:
         paper = paper_table("table20").rows
         rows = []
@@ -202,7 +205,7 @@ def table21_report(records: Records, folder: str) -> str:
     r"""Writes :obj:`{folder}/report.md` and :obj:`{folder}/table21.png`
     (reliability diagram) of Table 21 and returns the report's path."""
     lines = _header("table21", "uncertainty calibration on set matching (ECE, Gaussian "
-                    "NLL)", records, folder) + _verdict_lines(table21_claims(records))
+                    "NLL)", records, folder) + _verdict_lines(table21_claims(records), records)
     if records:
         paper = paper_table("table21").rows
         rows = [_table21_row(records, m, m, None, paper[m]) for m in METHODS]

@@ -1,3 +1,4 @@
+import csv
 import dataclasses
 import json
 import os
@@ -8,10 +9,13 @@ from mzattn.repro.cells import (
     Cell,
     cell_path,
     checkpoint_dir,
+    lock_path,
+    log_path,
     read_record,
     run_cell,
     write_json_atomic,
 )
+from mzattn.repro.history import FIELDS
 from mzattn.repro.runner import run_table
 from mzattn.repro.spec import SMOKE, Column, Row, TableSpec
 
@@ -76,6 +80,55 @@ def test_killed_run_resumes_with_early_stopping_state(tmp_path, options):
     record = run_cell(three, _cell(), "smoke", out, options)
     assert record["status"] == "ok" and record["resumed"] is True
     assert record["epochs"] == 3
+    # the learning curve survives the interruption: epoch 1 came from the checkpoint
+    assert [h["epoch"] for h in record["history"]] == [1, 2, 3]
+    with open(log_path(out, _cell())) as f:
+        assert [row["epoch"] for row in csv.DictReader(f)] == ["1", "2", "3"]
+
+
+def test_record_keeps_history_and_csv_log(tmp_path, options):
+    out = str(tmp_path)
+    record = run_cell(SPEC, _cell(), "smoke", out, options)
+    assert record["status"] == "ok" and record["max_epochs"] == 1 and record["patience"] == 1
+    (row,) = record["history"]
+    assert set(row) == set(FIELDS) and row["epoch"] == 1
+    assert row["lr"] == pytest.approx(1e-4) and row["epoch_time_s"] > 0
+    assert row["val_loss"] == pytest.approx(record["best_val_loss"])
+    assert row["train_loss"] > 0 and row["val_metric"] is not None
+    assert record["split_sizes"] == [32, 16, 16]
+    with open(log_path(out, _cell())) as f:
+        (logged,) = csv.DictReader(f)
+    assert float(logged["val_loss"]) == pytest.approx(row["val_loss"])
+
+
+def test_recorded_weight_decay_is_the_one_used(tmp_path, options, monkeypatch):
+    from mzattn.repro import cells
+    seen = []
+    init = cells.SetModule.__init__
+    monkeypatch.setattr(cells.SetModule, "__init__", lambda self, *a, **k: (
+        seen.append(k.get("weight_decay")), init(self, *a, **k))[1])
+    record = run_cell(SPEC, _cell(), "smoke", str(tmp_path), options)
+    assert seen == [record["config"]["weight_decay"]]
+
+
+def test_a_locked_cell_is_left_to_its_holder(tmp_path, options):
+    from filelock import FileLock
+    out = str(tmp_path)
+    os.makedirs(os.path.dirname(lock_path(out, _cell())))
+    with FileLock(lock_path(out, _cell())):  # another live run holds the cell
+        record = run_cell(SPEC, _cell(), "smoke", out, options)
+    assert record["status"] == "busy" and read_record(cell_path(out, _cell())) is None
+    assert run_cell(SPEC, _cell(), "smoke", out, options)["status"] == "ok"
+
+
+def test_a_failed_record_never_replaces_an_ok_one(tmp_path, options, monkeypatch):
+    from mzattn.repro import cells
+    out = str(tmp_path)
+    ok = run_cell(SPEC, _cell(), "smoke", out, options)
+    monkeypatch.setattr(cells, "is_finished", lambda record, config: False)
+    monkeypatch.setattr(cells, "train_cell", lambda *a: 1 / 0)
+    assert run_cell(SPEC, _cell(), "smoke", out, options)["status"] == "failed"
+    assert read_record(cell_path(out, _cell()))["metrics"] == ok["metrics"]
 
 
 def test_seeded_cells_are_reproducible(tmp_path, options):

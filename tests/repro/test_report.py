@@ -114,7 +114,8 @@ def test_a_column_may_set_its_own_metric_and_loss():
                 "metrics": {"r2": 0.1, "acc": 0.8}} for c in ("d=8", "C")]
     results = Results(mixed, records)
     assert results.mean("Standard", "d=8") == 0.1 and results.mean("Standard", "C") == 0.8
-    assert compare(results, ("Standard", "C"), ">", 0.5) == (True, "Standard C acc=0.8 > 0.5")
+    assert compare(results, ("Standard", "C"), ">", 0.5) == (
+        True, "Standard C acc=0.8 > 0.5", (("Standard", "C"),))
     with pytest.raises(ValueError, match="'column'"):
         mixed.metric_of("E")
 

@@ -1,0 +1,93 @@
+r"""Published verdicts: a claim's check, judged by the runs behind it.
+
+A claim's check (:mod:`mzattn.repro.claims`) only compares numbers. Its
+verdict also asks whether those numbers can decide the claim:
+
+- **reproduced**: every condition holds on the cells that ran;
+- **contradicted**: a condition fails, and every cell behind the failing
+  conditions ran under the paper's protocol (profile :obj:`full`: the
+  paper's split sizes, batch, optimiser and epoch cap) and converged
+  (:func:`mzattn.repro.convergence.convergence`), for every seed;
+- **inconclusive**: a condition fails, but some cell behind it ran at a
+  reduced budget or did not converge; the reasons name the cells;
+- **not run**: a cell the claim needs has no finished run;
+- **pipeline check only**: every record is from the :obj:`smoke` profile,
+  which checks that the pipeline runs, not what it computes (a claim whose
+  cells did not run stays "not run").
+"""
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from .claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
+from .convergence import convergence
+from .results import Results
+from .spec import Verdict
+
+CONTRADICTED, INCONCLUSIVE, PIPELINE_ONLY = "contradicted", "inconclusive", \
+    "pipeline check only"
+VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_RUN, PIPELINE_ONLY)
+r"""Every published verdict."""
+
+DECIDING_PROFILE = "full"
+r"""The only profile whose converged cells can contradict a claim."""
+
+Cell = tuple[str, str]
+
+
+def cell_state(record: dict[str, Any]) -> str | None:
+    r"""Why :obj:`record` cannot decide a claim, or :obj:`None` if it can
+    (profile :obj:`full` and converged)."""
+    state = convergence(record)
+    if record.get("profile") != DECIDING_PROFILE:
+        return f"{record.get('profile')} profile; {state.reason}"
+    return None if state.converged else state.reason
+
+
+def _unsettled(results: Results, cells: Iterable[Cell]) -> tuple[list[str], int]:
+    # "row column [seed s]: reason" for every record that cannot decide; and the record count.
+    reasons, count = [], 0
+    for row, column in sorted(set(cells)):
+        for record in results.records(row, column):
+            count += 1
+            reason = cell_state(record)
+            if reason is not None:
+                seed = record.get("config", {}).get("seed")
+                reasons.append(f"{row} {column} (seed {seed}): {reason}")
+    return reasons, count
+
+
+def convergence_summary(results: Results, cells: Iterable[Cell]) -> str:
+    r"""E.g. :obj:`"4/6 runs decisive (full, converged)"`."""
+    reasons, count = _unsettled(results, cells)
+    return f"{count - len(reasons)}/{count} runs decisive (full, converged)" if count else ""
+
+
+def decide(results: Results, check: Verdict, read: set[Cell]) -> Verdict:
+    r"""The published verdict of a claim whose check returned :obj:`check`
+    after reading the cells :obj:`read` (:meth:`Results.tracking`)."""
+    summary = convergence_summary(results, read)
+    check = replace(check, read=tuple(sorted(read)), convergence=summary)
+    if results.profiles == ["smoke"] and check.status != NOT_RUN:
+        return replace(check, status=PIPELINE_ONLY)
+    if check.status != NOT_REPRODUCED:
+        return check
+    reasons, _ = _unsettled(results, check.cells if check.cells is not None else read)
+    if not reasons:
+        return replace(check, status=CONTRADICTED)
+    shown = "; ".join(reasons[:4]) + (f"; and {len(reasons) - 4} more" if len(reasons) > 4
+                                       else "")
+    return replace(check, status=INCONCLUSIVE, detail=f"{check.detail}. Cannot decide: {shown}")
+
+
+def decide_study(check: Verdict, profiles: list[str]) -> Verdict:
+    r"""The published verdict of an analysis claim (Tables 19-21, the TDOF
+    probes), decided on study records whose models keep no learning curve:
+    a failed check there is never "contradicted"."""
+    if profiles == ["smoke"] and check.status != NOT_RUN:
+        return replace(check, status=PIPELINE_ONLY)
+    if check.status != NOT_REPRODUCED:
+        return check
+    why = "reduced profile" if profiles != [DECIDING_PROFILE] else \
+        "the study's models keep no learning curve to judge convergence"
+    return replace(check, status=INCONCLUSIVE, detail=f"{check.detail}. Cannot decide: {why}")

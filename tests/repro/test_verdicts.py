@@ -1,0 +1,104 @@
+import pytest
+from mzattn.repro.cells import Cell, cell_path, write_json_atomic
+from mzattn.repro.convergence import STALL_EPOCHS, best_change, convergence
+from mzattn.repro.report import verdicts, write_report
+from mzattn.repro.results import Results, load_records
+from mzattn.repro.table03_meb import SPEC
+from mzattn.repro.verdicts import CONTRADICTED, INCONCLUSIVE, PIPELINE_ONLY, REPRODUCED
+
+
+def _history(losses):
+    return [{"epoch": i + 1, "train_loss": loss, "val_loss": loss, "val_metric": 1 - loss,
+             "lr": 1e-4, "epoch_time_s": 1.0} for i, loss in enumerate(losses)]
+
+
+def _record(losses, cap, early=False, profile="full"):
+    return {"status": "ok", "profile": profile, "epochs": len(losses), "max_epochs": cap,
+            "stopped_early": early, "history": _history(losses)}
+
+
+def test_early_stopping_converged():
+    state = convergence(_record([1.0, 0.9, 0.95], cap=200, early=True))
+    assert state.converged and "early stopping at epoch 3" in state.reason
+
+
+def test_cap_reached_while_improving_is_not_converged():
+    losses = [1.0 - 0.02 * i for i in range(20)]  # still falling steadily
+    state = convergence(_record(losses, cap=20))
+    assert not state.converged
+    assert "cap of 20 epochs reached" in state.reason and "still" in state.reason
+    assert f"last {STALL_EPOCHS}" in state.reason
+
+
+def test_cap_reached_on_a_plateau_is_converged():
+    losses = [1.0 - 0.05 * i for i in range(10)] + [0.55 - 1e-4 * i for i in range(30)]
+    assert best_change(_history(losses), STALL_EPOCHS) > -0.01
+    assert convergence(_record(losses, cap=40)).converged
+
+
+def test_old_records_without_history_are_marked():
+    state = convergence({"status": "ok", "epochs": 20, "stopped_early": False})
+    assert not state.converged and state.reason == "no history (20 epochs)"
+
+
+def _write(out, row, r2, record):
+    cell = Cell(SPEC.key, next(r for r in SPEC.rows if r.label == row), SPEC.columns[0], 0)
+    write_json_atomic(record | {"cell_id": cell.cell_id, "metrics": {"r2": r2, "mse": 1.0},
+                                "config": {"row": row, "column": "d=8", "seed": 0},
+                                "params": 1, "wall_time_s": 1.0}, cell_path(out, cell))
+
+
+PLATEAU = [1.0 - 0.05 * i for i in range(10)] + [0.5] * 30
+CLIMBING = [1.0 - 0.02 * i for i in range(40)]
+
+
+def _headline(out):
+    results = Results(SPEC, load_records(out, SPEC.key))
+    return dict(verdicts(SPEC, results))[SPEC.claims[0].text]
+
+
+def test_failing_claim_on_converged_full_cells_is_contradicted(tmp_path):
+    out = str(tmp_path)
+    for row in ("Standard", "MZAttn-Full"):
+        _write(out, row, 0.9 if row == "Standard" else 0.7, _record(PLATEAU, cap=40))
+    verdict = _headline(out)
+    assert verdict.status == CONTRADICTED, verdict.detail
+    assert verdict.convergence == "2/2 runs decisive (full, converged)"
+
+
+def test_failing_claim_names_the_unconverged_cell(tmp_path):
+    out = str(tmp_path)
+    _write(out, "Standard", 0.9, _record(CLIMBING, cap=40))
+    _write(out, "MZAttn-Full", 0.7, _record(PLATEAU, cap=40))
+    verdict = _headline(out)
+    assert verdict.status == INCONCLUSIVE
+    assert "Standard d=8 (seed 0): cap of 40 epochs reached, best val loss still" \
+        in verdict.detail
+
+
+@pytest.mark.parametrize("profile,status", [("quick", INCONCLUSIVE), ("smoke", PIPELINE_ONLY)])
+def test_reduced_profiles_never_contradict(tmp_path, profile, status):
+    out = str(tmp_path)
+    _write(out, "Standard", 0.9, _record(PLATEAU, cap=40, profile=profile))
+    _write(out, "MZAttn-Full", 0.7, _record(PLATEAU, cap=40, profile=profile))
+    assert _headline(out).status == status
+
+
+def test_a_passing_claim_is_reproduced_whatever_the_profile(tmp_path):
+    out = str(tmp_path)
+    _write(out, "MZAttn-Full", 0.7, _record(CLIMBING, cap=40, profile="quick"))
+    for row in ("Standard", "ST-Large", "HyperNet (r=8)", "HyperNet (r=64, full key-rank)",
+                "Perceiver", "LA-ST (Linear Attn.)"):
+        _write(out, row, 0.01, _record(CLIMBING, cap=40, profile="quick"))
+    assert _headline(out).status == REPRODUCED
+
+
+def test_report_names_what_ran_and_draws_curves(tmp_path):
+    out = str(tmp_path)
+    _write(out, "Standard", 0.9, _record(CLIMBING, cap=40))
+    _write(out, "MZAttn-Full", 0.7, {"status": "ok", "profile": "full", "epochs": 12})
+    report = open(write_report(SPEC, out)).read()
+    assert "## What ran" in report and "| Standard · d=8 | full | 0 |" in report
+    assert "no history (12 epochs)" in report and "(40) |" in report
+    assert "![validation curves](curves.png)" in report
+    assert (tmp_path / "table3" / "curves.png").stat().st_size > 1000
