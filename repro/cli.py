@@ -47,15 +47,26 @@ def _models() -> int:
 
 def _report(argv: list[str]) -> int:
     from .report import write_report
-    from .summary import write_summary
+    from .summary import summary_rows, update_readme, write_summary
     parser = argparse.ArgumentParser(prog="mzattn-repro report",
                                      description="rebuild every report from the cell JSONs")
-    parser.add_argument("--out", default="results", help="results folder (default: results)")
+    parser.add_argument("--out", action="append", default=None,
+                        help="results folder, repeatable (default: results)")
+    parser.add_argument("--readme", default=None,
+                        help="also regenerate this README's verdict table from the folders, "
+                             "in the order given (paper protocol first)")
     args = parser.parse_args(argv)
-    keys = [key for key in list_tables() if osp.isdir(osp.join(args.out, key, "cells"))]
-    for key in keys:
-        print(write_report(load_spec(key), args.out))
-    print(write_summary(args.out, [load_spec(key) for key in keys]))
+    summaries = {}
+    for out in args.out or ["results"]:
+        keys = [key for key in list_tables() if osp.isdir(osp.join(out, key, "cells"))]
+        specs = [load_spec(key) for key in keys]
+        for spec in specs:
+            print(write_report(spec, out))
+        summaries[out] = summary_rows(out, specs)
+        print(write_summary(out, summaries[out]))
+    if args.readme:
+        changed = update_readme(args.readme, summaries)
+        print(f"{args.readme}: verdict table {'updated' if changed else 'unchanged'}")
     return 0
 
 

@@ -1,17 +1,41 @@
 r"""One summary of every reported table: each headline claim with its
-verdict and the command that reproduces it."""
+verdict, the convergence of the runs behind it, our numbers beside the
+paper's and the command that reproduces it; and the README's verdict table,
+rendered from the summaries of several results folders
+(:obj:`mzattn-repro report --readme README.md`)."""
 import os
 import os.path as osp
+import re
 
 from .cells import write_json_atomic
-from .report import verdicts
+from .report import paper_entry, paper_scale, paper_table_of, verdicts
 from .results import Results, load_records
 from .spec import TableSpec
+
+README_BEGIN, README_END = "<!-- verdicts:begin -->", "<!-- verdicts:end -->"
+r"""Markers of the generated region of the README."""
+
+SHOWN_CELLS = 4
+r"""Cells shown per claim in the numbers column (the report has them all)."""
+
+
+def _numbers(spec: TableSpec, results: Results, cells: tuple[tuple[str, str], ...]) -> str:
+    # "Standard d=8 0.929 (paper 0.025)" for the first SHOWN_CELLS cells that ran.
+    paper, parts = paper_table_of(spec), []
+    ran = [(row, column) for row, column in cells if results.mean(row, column) is not None]
+    for row, column in ran[:SHOWN_CELLS]:
+        value = paper_entry(spec, paper, row, column)
+        ours = results.mean(row, column)
+        theirs = "" if value is None else f" (paper {value.mean / paper_scale(value):.3g})"
+        parts.append(f"{row} {column} {ours:.3g}{theirs}")
+    more = len(ran) - SHOWN_CELLS
+    return "; ".join(parts) + (f"; {more} more in the report" if more > 0 else "")
 
 
 def summary_rows(out: str, specs: list[TableSpec]) -> list[dict[str, str]]:
     r"""One row per claim of every table in :obj:`specs`: table, claim,
-    verdict, the numbers it was decided on, profiles run and command."""
+    verdict, convergence, our numbers beside the paper's, the check's detail,
+    profiles run and command."""
     rows = []
     for spec in specs:
         results = Results(spec, load_records(out, spec.key))
@@ -19,24 +43,76 @@ def summary_rows(out: str, specs: list[TableSpec]) -> list[dict[str, str]]:
         command = f"mzattn-repro {spec.key} --profile {profile}"
         for text, result in verdicts(spec, results):
             rows.append({"table": spec.key, "claim": text, "verdict": result.status,
+                         "convergence": result.convergence,
+                         "numbers": _numbers(spec, results, result.read),
                          "detail": result.detail, "profiles": ",".join(results.profiles),
                          "command": command})
     return rows
 
 
-def write_summary(out: str, specs: list[TableSpec]) -> str:
-    r"""Writes :obj:`{out}/SUMMARY.md` and :obj:`{out}/summary.json`;
-    returns the markdown path."""
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def write_summary(out: str, rows: list[dict[str, str]]) -> str:
+    r"""Writes :obj:`{out}/SUMMARY.md` and :obj:`{out}/summary.json` from
+    :func:`summary_rows`; returns the markdown path."""
     os.makedirs(out, exist_ok=True)
-    rows = summary_rows(out, specs)
     write_json_atomic(rows, osp.join(out, "summary.json"))
     lines = ["# Reproduction summary", "",
-             "| Table | Claim | Verdict | Our numbers | Command |",
-             "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['table']} | {r['claim']} | **{r['verdict']}** | {r['detail']} | "
-              f"`{r['command']}` |" for r in rows]
+             "| Table | Claim | Verdict | Runs | Our numbers (paper) | Check | Command |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['table']} | {_cell(r['claim'])} | **{r['verdict']}** | "
+              f"{r['convergence'] or '—'} | {_cell(r['numbers']) or '—'} | "
+              f"{_cell(r['detail'])} | `{r['command']}` |" for r in rows]
     path = osp.join(out, "SUMMARY.md")
     with open(path + ".tmp", "w") as f:
         f.write("\n".join(lines) + "\n")
     os.replace(path + ".tmp", path)
     return path
+
+
+def verdict_table(summaries: dict[str, list[dict[str, str]]]) -> str:
+    r"""The README's verdict table: one row per claim that ran, taken from
+    the first folder of :obj:`summaries` (folder → :func:`summary_rows`,
+    the paper-protocol folder first) where it ran."""
+    lines = ["| Claim | Verdict | Runs behind it | Ours (paper) | Command |",
+             "| --- | --- | --- | --- | --- |"]
+    seen = set()
+    for out, rows in summaries.items():
+        for r in rows:
+            key = (r["table"], r["claim"])
+            if r["verdict"] == "not run" or key in seen:
+                continue
+            seen.add(key)
+            lines.append(f"| {r['table']}: {_cell(r['claim'])} | **{r['verdict']}** | "
+                         f"{r['convergence'] or '—'} | {_cell(r['numbers']) or '—'} | "
+                         f"`{r['command']} --out {out}` |")
+    return "\n".join(lines)
+
+
+def readme_region(text: str) -> str | None:
+    r"""The generated region of a README's :obj:`text` (markers included),
+    or :obj:`None`."""
+    match = _REGION.search(text)
+    return None if match is None else match.group(0)
+
+
+_REGION = re.compile(re.escape(README_BEGIN) + ".*?" + re.escape(README_END), re.S)
+
+
+def update_readme(path: str, summaries: dict[str, list[dict[str, str]]]) -> bool:
+    r"""Replaces the region between :obj:`README_BEGIN` and
+    :obj:`README_END` of :obj:`path` by :func:`verdict_table`; returns
+    whether the file changed."""
+    with open(path) as f:
+        text = f.read()
+    if readme_region(text) is None:
+        raise ValueError(f"{path} has no '{README_BEGIN}' ... '{README_END}' region")
+    region = f"{README_BEGIN}\n{verdict_table(summaries)}\n{README_END}"
+    new = _REGION.sub(lambda _: region, text)
+    if new != text:
+        with open(path + ".tmp", "w") as f:
+            f.write(new)
+        os.replace(path + ".tmp", path)
+    return new != text

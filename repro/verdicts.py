@@ -58,9 +58,10 @@ def _unsettled(results: Results, cells: Iterable[Cell]) -> tuple[list[str], int]
 
 
 def convergence_summary(results: Results, cells: Iterable[Cell]) -> str:
-    r"""E.g. :obj:`"4/6 runs decisive (full, converged)"`."""
+    r"""E.g. :obj:`"4/6 runs at the paper's protocol and converged"`."""
     reasons, count = _unsettled(results, cells)
-    return f"{count - len(reasons)}/{count} runs decisive (full, converged)" if count else ""
+    return f"{count - len(reasons)}/{count} runs at the paper's protocol and converged" \
+        if count else ""
 
 
 def decide(results: Results, check: Verdict, read: set[Cell]) -> Verdict:

@@ -63,7 +63,7 @@ def test_failing_claim_on_converged_full_cells_is_contradicted(tmp_path):
         _write(out, row, 0.9 if row == "Standard" else 0.7, _record(PLATEAU, cap=40))
     verdict = _headline(out)
     assert verdict.status == CONTRADICTED, verdict.detail
-    assert verdict.convergence == "2/2 runs decisive (full, converged)"
+    assert verdict.convergence == "2/2 runs at the paper's protocol and converged"
 
 
 def test_failing_claim_names_the_unconverged_cell(tmp_path):
