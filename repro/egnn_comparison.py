@@ -41,7 +41,7 @@ COLUMNS = INVARIANT + FRAME_DEPENDENT
 
 PROFILES = {
     "smoke": SMOKE,
-    "quick": dataclasses.replace(QUICK, num_train=500, num_val=200, max_epochs=15, patience=5,
+    "quick": dataclasses.replace(QUICK, num_train=500, num_val=200,
                                  batch_size=16,
                                  columns=("Rot. matching d=8", "MEB radius d=8", "Mah d=8",
                                           "Quadratic TDOF L=4")),

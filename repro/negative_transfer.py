@@ -51,7 +51,7 @@ PROFILES = {
     # 20 epochs (the NP sets sit on a mean-prediction plateau for up to ~800
     # steps), one seed, two models: 11 min on one loaded CPU core.
     "quick": dataclasses.replace(QUICK, num_train=2000, num_val=400, num_test=800,
-                                 max_epochs=20, rows=(STANDARD, MZ), columns=OFFLINE,
+                                 max_epochs=20, patience=6, rows=(STANDARD, MZ), columns=OFFLINE,
                                  data={"stand_in": True}),
     # 400K/40K/100K sets: 2,000/200/500 MNIST images, 1,334/134/334 CIFAR-100
     # images, 8,000/800/2,000 tabular episodes (the paper gives no sizes).

@@ -62,11 +62,11 @@ SMOKE = Profile(num_train=32, num_val=16, num_test=16, max_epochs=1, patience=1,
                 batch_size=16, seeds=(0,), warmup_epochs=1)
 r"""The shared smoke profile: tiny data, one epoch, registry-default models."""
 
-QUICK = Profile(num_train=1000, num_val=250, num_test=500, max_epochs=20, patience=6,
+QUICK = Profile(num_train=1000, num_val=250, num_test=500, max_epochs=15, patience=5,
                 batch_size=32, seeds=(0,), warmup_epochs=2, lr=5e-4)
 r"""The default quick profile, sized for a 2-core CPU: 1K/250/500 sets, batch
-32, a higher peak learning rate (5e-4) with a 2-epoch warm-up so that 20
-epochs make progress, patience 6, one seed."""
+32, a higher peak learning rate (5e-4) with a 2-epoch warm-up so that 15
+epochs make progress, patience 5, one seed."""
 
 
 def full(seeds: tuple[int, ...] = (0, 1, 2), **kwargs: Any) -> Profile:

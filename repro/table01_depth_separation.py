@@ -22,7 +22,8 @@ COLUMNS = tuple(Column(f"L={L}", "quadratic_tdof", {"L": L}) for L in LS)
 
 PROFILES = {
     "smoke": SMOKE,
-    "quick": dataclasses.replace(QUICK, batch_size=16, columns=("L=4", "L=32")),
+    "quick": dataclasses.replace(QUICK, max_epochs=20, patience=6, batch_size=16,
+                                 columns=("L=4", "L=32")),
     "full": full(),
 }
 

@@ -46,7 +46,7 @@ MATCHED = ("ST-Large", "Perceiver", "HyperNet")
 
 PROFILES = {
     "smoke": dataclasses.replace(SMOKE, columns=SYNTHETIC),
-    "quick": dataclasses.replace(QUICK, max_epochs=15, patience=5, columns=SYNTHETIC),
+    "quick": dataclasses.replace(QUICK, columns=SYNTHETIC),
     "full": full(seeds=(0, 1, 2)),
 }
 

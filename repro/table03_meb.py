@@ -29,7 +29,7 @@ COLUMNS = tuple(Column(f"d={d}", "meb", {"d": d}) for d in (8, 16, 32))
 PROFILES = {
     "smoke": SMOKE,
     # 2-core CPU: MZ-Full costs ~15-25 ms per set per epoch there.
-    "quick": dataclasses.replace(QUICK, columns=("d=8",)),
+    "quick": dataclasses.replace(QUICK, max_epochs=20, patience=6, columns=("d=8",)),
     "full": full(seeds=(0, 1, 2, 3, 4)),
 }
 

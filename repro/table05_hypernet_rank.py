@@ -17,6 +17,7 @@ ROWS = (
     Row("HyperNet r=64", "hypernet-r64"),
     Row("MZAttn-Full", "mz-full"),
 )
+RANKS = ("HyperNet r=16", "HyperNet r=32", "HyperNet r=64")
 COLUMNS = (
     *(Column(f"Hull d={d}", "hull", {"d": d}) for d in (3, 6, 9)),
     *(Column(f"MEB d={d}", "meb", {"d": d}) for d in (8, 16, 32)),
@@ -25,7 +26,7 @@ COLUMNS = (
 
 PROFILES = {
     "smoke": SMOKE,
-    "quick": dataclasses.replace(QUICK, max_epochs=15, patience=5,
+    "quick": dataclasses.replace(QUICK,
                                  columns=("Hull d=3", "MEB d=8")),
     "full": full(),
 }
@@ -33,8 +34,8 @@ PROFILES = {
 CLAIMS = (
     Claim("Raising the HyperNet rank does not close the gap: MZAttn-Full beats every rank on "
           "Hull d=3 and MEB d=8",
-          lambda r: verdict(*(compare(r, ("MZAttn-Full", c), ">", (row.label, c))
-                              for c in ("Hull d=3", "MEB d=8") for row in ROWS[:-1]))),
+          lambda r: verdict(*(compare(r, ("MZAttn-Full", c), ">", (row, c))
+                              for c in ("Hull d=3", "MEB d=8") for row in RANKS))),
 )
 
 SPEC = TableSpec(

@@ -16,7 +16,7 @@ COLUMNS = tuple(Column(f"L={L}", "quadratic_tdof", {"L": L}) for L in (16, 32))
 
 PROFILES = {
     "smoke": SMOKE,
-    "quick": dataclasses.replace(QUICK, max_epochs=15, patience=5, rows=("1", "4", "16"),
+    "quick": dataclasses.replace(QUICK, rows=("1", "4", "16"),
                                  columns=("L=16",)),
     "full": full(),
 }

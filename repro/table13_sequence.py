@@ -16,7 +16,7 @@ COLUMNS = tuple(Column(f"L={L}", "quadratic_tdof_seq", {"L": L}) for L in (4, 8,
 
 PROFILES = {
     "smoke": SMOKE,
-    "quick": dataclasses.replace(QUICK, max_epochs=15, patience=5, columns=("L=4", "L=32")),
+    "quick": dataclasses.replace(QUICK, columns=("L=4", "L=32")),
     "full": full(),
 }
 

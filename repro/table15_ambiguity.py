@@ -17,7 +17,7 @@ COLUMNS = tuple(Column(f"sigma={noise}", "task_b", {"noise": noise}) for noise i
 
 PROFILES = {
     "smoke": SMOKE,
-    "quick": dataclasses.replace(QUICK, max_epochs=15, patience=5,
+    "quick": dataclasses.replace(QUICK,
                                  columns=("sigma=0.05", "sigma=1.0")),
     "full": full(),
 }

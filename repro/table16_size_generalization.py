@@ -18,7 +18,7 @@ COLUMNS = tuple(Column(f"[{low},{high}]", "task_b", {"test_n_min": low, "test_n_
 
 PROFILES = {
     "smoke": SMOKE,
-    "quick": dataclasses.replace(QUICK, max_epochs=15, patience=5,
+    "quick": dataclasses.replace(QUICK,
                                  columns=("[10,30]", "[80,120]")),
     "full": full(),
 }

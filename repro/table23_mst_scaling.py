@@ -23,7 +23,7 @@ BASELINES = [row.label for row in ROWS if not row.label.startswith("MZAttn")]
 
 PROFILES = {
     "smoke": SMOKE,
-    "quick": dataclasses.replace(QUICK, max_epochs=15, patience=5, columns=("d=16", "d=64")),
+    "quick": dataclasses.replace(QUICK, columns=("d=16", "d=64")),
     "full": full(seeds=(0, 1, 2, 3, 4)),
 }
 

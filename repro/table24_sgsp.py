@@ -28,7 +28,7 @@ COLUMNS = tuple(Column(f"{label} d={d}", task, {"d": d})
 
 PROFILES = {
     "smoke": SMOKE,
-    "quick": dataclasses.replace(QUICK, max_epochs=15, patience=5,
+    "quick": dataclasses.replace(QUICK,
                                  rows=("Standard", "ST-Large", "MZAttn-Full"),
                                  columns=("diameter d=8", "furthest-first d=8")),
     "full": full(seeds=(0, 1, 2, 3, 4)),

@@ -24,7 +24,7 @@ COLUMNS = (Column("n=2", "meta_regression", {"L": 32}),)
 
 PROFILES = {
     "smoke": SMOKE,
-    "quick": dataclasses.replace(QUICK, max_epochs=15, patience=5,
+    "quick": dataclasses.replace(QUICK,
                                  rows=("Standard", "ST-Large", "MZAttn-Full")),
     "full": full(max_epochs=50, patience=10),
 }

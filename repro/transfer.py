@@ -51,7 +51,7 @@ def profiles(smoke_rows: tuple[str, ...], quick_rows: tuple[str, ...],
     return {
         "smoke": dataclasses.replace(SMOKE, rows=smoke_rows, columns=smoke_columns,
                                      data={"stand_in": True}),
-        "quick": dataclasses.replace(QUICK, max_epochs=15, patience=5, rows=quick_rows,
+        "quick": dataclasses.replace(QUICK, rows=quick_rows,
                                      columns=quick_columns),
         "full": full(seeds=full_seeds, max_epochs=MAX_EPOCHS),
     }
