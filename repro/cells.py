@@ -247,15 +247,18 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
     trainer.fit(module, datamodule=data, ckpt_path=last if resumed else None)
     checkpoint = trainer.checkpoint_callback
     best = checkpoint.best_model_path or None
-    test = trainer.test(module, datamodule=data, ckpt_path=best, verbose=False)[0]
+    # read before testing: loading the best checkpoint also restores the callbacks' states
+    # as they were at the best epoch (a shorter history, early stopping not yet fired)
     early = next(cb for cb in trainer.callbacks if isinstance(cb, EarlyStopping))
+    stopped_early, curve = early.stopped_epoch > 0, list(history.rows)
+    test = trainer.test(module, datamodule=data, ckpt_path=best, verbose=False)[0]
     return {
         "metrics": {k.removeprefix("test/"): float(v) for k, v in test.items()},
         "best_val_loss": None if checkpoint.best_model_score is None
         else float(checkpoint.best_model_score),
-        "epochs": trainer.current_epoch, "stopped_early": early.stopped_epoch > 0,
+        "epochs": trainer.current_epoch, "stopped_early": stopped_early,
         "max_epochs": profile.max_epochs, "patience": profile.patience,
-        "history": history.rows, "split_sizes": [len(split) for split in data.splits],
+        "history": curve, "split_sizes": [len(split) for split in data.splits],
         "resumed": resumed, "params": sum(p.numel() for p in module.model.parameters()
                                           if p.requires_grad),
         "device": _device_name(trainer.strategy.root_device),

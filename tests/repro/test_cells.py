@@ -101,6 +101,17 @@ def test_record_keeps_history_and_csv_log(tmp_path, options):
     assert float(logged["val_loss"]) == pytest.approx(row["val_loss"])
 
 
+def test_early_stopped_cell_keeps_its_whole_history(tmp_path, options):
+    # an lr this large makes the validation loss jump: early stopping fires within 8 epochs
+    wild = dataclasses.replace(SPEC, profiles={**SPEC.profiles, "smoke": dataclasses.replace(
+        SMOKE, max_epochs=8, patience=1, lr=3.0, warmup_epochs=0)})
+    record = run_cell(wild, _cell(), "smoke", str(tmp_path), options)
+    assert record["status"] == "ok" and record["stopped_early"] and record["epochs"] < 8
+    # testing restores the best checkpoint, callbacks included: the record must not
+    # take the history or the early-stopping state from it
+    assert [h["epoch"] for h in record["history"]] == list(range(1, record["epochs"] + 1))
+
+
 def test_recorded_weight_decay_is_the_one_used(tmp_path, options, monkeypatch):
     from mzattn.repro import cells
     seen = []
