@@ -106,6 +106,8 @@ def learning_curves(results: Results, path: str) -> bool:
                            if h.get("val_metric") is not None]
                 ax.plot([h["epoch"] for h in history], [h["val_metric"] for h in history],
                         color=colors[row.label], label=row.label, lw=1)
+        if spec.metric_of(column) == "r2":  # the first epochs' large negative R² hides the rest
+            ax.set_ylim(max(ax.get_ylim()[0], -1.0), 1.02)
         ax.set_title(column, fontsize=9)
         ax.set_xlabel("epoch")
         ax.set_ylabel(f"validation {spec.metric_of(column)}")
@@ -114,7 +116,7 @@ def learning_curves(results: Results, path: str) -> bool:
     handles, labels = axes.flat[0].get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=False))
     fig.legend(unique.values(), unique.keys(), loc="lower center", ncol=min(4, len(unique)),
-               fontsize=8, bbox_to_anchor=(0.5, -0.02 - 0.04 * (len(unique) // 4)))
+               fontsize=8, bbox_to_anchor=(0.5, -0.08 - 0.05 * (len(unique) // 4)))
     fig.tight_layout()
     _save(fig, path)
     plt.close(fig)
