@@ -90,7 +90,12 @@ def test_models_table_lists_every_model():
     assert '| `egnn` | EGNN | 1, 7 | 8 | 316,121 | 303,000 | +4.3% |' in table
 
 
-def overfit(name, steps=300):
+def overfit(name, max_steps=1500, window=10):
+    """Adam on one batch of four sets until the last ``window`` losses all sit
+    below a tenth of the first one, or ``max_steps``.  Returns the first loss
+    and the largest of the last ``window``.  Stopping early keeps the test
+    independent of when a model leaves its initial plateau (EGNN's exit moved
+    past a fixed 300 steps on another CPU's float rounding)."""
     torch.manual_seed(0)
     d = in_channels(name)
     model = build_model(name, d, 1)
@@ -98,13 +103,15 @@ def overfit(name, steps=300):
     x, y = torch.randn(20, d), torch.randn(4, 1)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     losses = []
-    for _ in range(steps):
+    for _ in range(max_steps):
         loss = torch.nn.functional.mse_loss(prediction(model(x, batch)), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    return losses[0], max(losses[-10:])
+        if len(losses) > window and max(losses[-window:]) < losses[0] / 10:
+            break
+    return losses[0], max(losses[-window:])
 
 
 @pytest.mark.parametrize('name', [
