@@ -156,6 +156,16 @@ def _header(spec: TableSpec, results: Results) -> list[str]:
     return lines
 
 
+def _reading_lines(spec: TableSpec) -> list[str]:
+    # Columns whose target the paper leaves undefined: what we chose (no contradiction there).
+    read = [c for c in spec.columns if c.reading]
+    if not read:
+        return []
+    return ["Columns whose target the paper does not define (a failed check there is "
+            "inconclusive, never contradicted):", "",
+            *(f"- {c.label}: {c.reading}." for c in read), ""]
+
+
 def render(spec: TableSpec, results: Results, figure: str | None = None,
            curves: str | None = None) -> str:
     r"""The markdown report of one table."""
@@ -163,6 +173,7 @@ def render(spec: TableSpec, results: Results, figure: str | None = None,
     lines = [f"# {spec.key}: {spec.title}", "", *_header(spec, results), ""]
     if spec.notes:
         lines += [spec.notes, ""]
+    lines += _reading_lines(spec)
     lines += ["## Verdicts", ""]
     lines += [f"- **{v.status}** — {text} ({v.detail})"
               + (f" [{v.convergence}]" if v.convergence else "")

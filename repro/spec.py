@@ -120,6 +120,11 @@ class Column:
         loss (str, optional): Training objective of this column,
             :obj:`None` for the table's (:meth:`TableSpec.loss_of`).
             (default: :obj:`None`)
+        reading (str, optional): Where the paper does not define this
+            column's target, the definition we chose, in a sentence. A claim
+            that fails on such a column is "inconclusive", never
+            "contradicted" (:func:`mzattn.repro.verdicts.decide`): it tested
+            our reading, not the paper's task. (default: :obj:`""`)
     """
     label: str
     task: str
@@ -129,10 +134,18 @@ class Column:
     model_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     metric: str | None = None
     loss: str | None = None
+    reading: str = ""
 
     def overrides_for(self, row: "Row") -> dict[str, Any]:
         r"""Constructor overrides of :obj:`row`'s model on this column."""
         return {**row.overrides, **self.model_overrides.get(row.model, {})}
+
+
+REDUCTION_READING = ("the paper does not say how a set of d-dimensional vectors reduces to one "
+                     "number; ours reduces over all n·d entries "
+                     "(mzattn.datasets.synthetic.statistics.set_reduction)")
+r"""The :obj:`Column.reading` of the max / sum / median / range columns
+(Tables 6, 25, 29)."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import dataclasses
 
 from mzattn.repro.claims import compare, ratio, verdict
 from mzattn.repro.runner import main as run_main
-from mzattn.repro.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.spec import QUICK, REDUCTION_READING, SMOKE, Claim, Column, Row, TableSpec, full
 
 ROWS = (
     Row("Slot Attention", "slot-attention"),
@@ -17,8 +17,8 @@ ROWS = (
     Row("Set Transformer", "standard"),
     Row("MZAttn (ours)", "mz-full"),
 )
-COLUMNS = tuple(Column(label, f"set_{label.lower()}") for label in
-                ("Max", "Sum", "Median", "Range"))
+COLUMNS = tuple(Column(label, f"set_{label.lower()}", reading=REDUCTION_READING)
+                for label in ("Max", "Sum", "Median", "Range"))
 OTHERS = ["Deep Sets", "Set Transformer", "MZAttn (ours)"]
 
 PROFILES = {

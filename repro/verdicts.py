@@ -7,9 +7,12 @@ verdict also asks whether those numbers can decide the claim:
 - **contradicted**: a condition fails, and every cell behind the failing
   conditions ran under the paper's protocol (profile :obj:`full`: the
   paper's split sizes, batch, optimiser and epoch cap) and converged
-  (:func:`mzattn.repro.convergence.convergence`), for every seed;
+  (:func:`mzattn.repro.convergence.convergence`), for every seed, on a
+  column whose target the paper defines;
 - **inconclusive**: a condition fails, but some cell behind it ran at a
-  reduced budget or did not converge; the reasons name the cells;
+  reduced budget, did not converge, or sits on a column whose target is our
+  reading of an undefined one (:obj:`Column.reading`); the reasons name the
+  cells;
 - **not run**: a cell the claim needs has no finished run;
 - **pipeline check only**: every record is from the :obj:`smoke` profile,
   which checks that the pipeline runs, not what it computes (a claim whose
@@ -44,6 +47,13 @@ def cell_state(record: dict[str, Any]) -> str | None:
     return None if state.converged else state.reason
 
 
+def _readings(results: Results, cells: Iterable[Cell]) -> list[str]:
+    # "column: target is our reading (...)" for every column of cells the paper leaves undefined.
+    columns = sorted({column for _, column in cells})
+    return [f"{column}: target is our reading ({results.spec.column(column).reading})"
+            for column in columns if results.spec.column(column).reading]
+
+
 def _unsettled(results: Results, cells: Iterable[Cell]) -> tuple[list[str], int]:
     # "row column [seed s]: reason" for every record that cannot decide; and the record count.
     reasons, count = [], 0
@@ -73,7 +83,8 @@ def decide(results: Results, check: Verdict, read: set[Cell]) -> Verdict:
         return replace(check, status=PIPELINE_ONLY)
     if check.status != NOT_REPRODUCED:
         return check
-    reasons, _ = _unsettled(results, check.cells if check.cells is not None else read)
+    failing = check.cells if check.cells is not None else read
+    reasons = _readings(results, failing) + _unsettled(results, failing)[0]
     if not reasons:
         return replace(check, status=CONTRADICTED)
     shown = "; ".join(reasons[:4]) + (f"; and {len(reasons) - 4} more" if len(reasons) > 4

@@ -4,6 +4,7 @@ from mzattn.repro.convergence import STALL_EPOCHS, best_change, convergence
 from mzattn.repro.report import verdicts, write_report
 from mzattn.repro.results import Results, load_records
 from mzattn.repro.table03_meb import SPEC
+from mzattn.repro.table29_slot_attention import SPEC as TABLE29
 from mzattn.repro.verdicts import CONTRADICTED, INCONCLUSIVE, PIPELINE_ONLY, REPRODUCED
 
 
@@ -41,10 +42,11 @@ def test_old_records_without_history_are_marked():
     assert not state.converged and state.reason == "no history (20 epochs)"
 
 
-def _write(out, row, r2, record):
-    cell = Cell(SPEC.key, next(r for r in SPEC.rows if r.label == row), SPEC.columns[0], 0)
+def _write(out, row, r2, record, spec=SPEC):
+    column = spec.columns[0]
+    cell = Cell(spec.key, next(r for r in spec.rows if r.label == row), column, 0)
     write_json_atomic(record | {"cell_id": cell.cell_id, "metrics": {"r2": r2, "mse": 1.0},
-                                "config": {"row": row, "column": "d=8", "seed": 0},
+                                "config": {"row": row, "column": column.label, "seed": 0},
                                 "params": 1, "wall_time_s": 1.0}, cell_path(out, cell))
 
 
@@ -74,6 +76,20 @@ def test_failing_claim_names_the_unconverged_cell(tmp_path):
     assert verdict.status == INCONCLUSIVE
     assert "Standard d=8 (seed 0): cap of 40 epochs reached, best val loss still" \
         in verdict.detail
+
+
+def test_a_column_that_is_our_reading_never_contradicts(tmp_path):
+    # Table 29's max: the paper does not define how a set of vectors reduces to a number
+    out = str(tmp_path)
+    for row, r2 in (("MZAttn (ours)", 0.02), ("Slot Attention", 0.05), ("Deep Sets", 0.05),
+                    ("Set Transformer", 0.03)):
+        _write(out, row, r2, _record(PLATEAU, cap=40), spec=TABLE29)
+    results = Results(TABLE29, load_records(out, TABLE29.key))
+    verdict = dict(verdicts(TABLE29, results))[TABLE29.claims[1].text]
+    assert verdict.status == INCONCLUSIVE, verdict.detail
+    assert "Max: target is our reading (the paper does not say" in verdict.detail
+    assert verdict.convergence == "4/4 runs at the paper's protocol and converged"
+    assert "- Max: the paper does not say how" in open(write_report(TABLE29, out)).read()
 
 
 @pytest.mark.parametrize("profile,status", [("quick", INCONCLUSIVE), ("smoke", PIPELINE_ONLY)])
