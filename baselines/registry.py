@@ -23,6 +23,7 @@ from mzattn.baselines.sequence import MZSequenceTransformer, SequenceTransformer
 from mzattn.baselines.slot_attention import SlotAttention
 from mzattn.baselines.uncertainty import DeepEnsemble, MCDropout
 
+from mzattn.names import did_you_mean
 from mzlayers import build_set_transformer, count_parameters
 
 
@@ -140,7 +141,8 @@ def list_models() -> list[str]:
 def model_info(name: str) -> ModelInfo:
     r"""The :class:`ModelInfo` of :obj:`name`."""
     if name not in REGISTRY:
-        raise ValueError(f"Unknown model 'name'='{name}' (choose from {list_models()})")
+        raise ValueError(f"Unknown model 'name'='{name}'{did_you_mean(name, REGISTRY)} "
+                         f"(choose from {list_models()})")
     return REGISTRY[name]
 
 

@@ -18,10 +18,25 @@ import importlib
 import os.path as osp
 import sys
 
-from .tables import TABLE_MODULES, list_tables, load_spec
+from mzattn.names import did_you_mean
 
-COMMANDS = ("list", "report", "demo", "models", "docker", "env", "bench", "table30", "analysis",
-            "datagen", "campaign")
+from .quiet import quiet_libraries
+from .tables import TABLE_MODULES, list_tables, load_spec, table_title
+
+COMMANDS = {  # command -> its line in --help
+    "list": "list the tables that have a script, with their titles",
+    "report": "rebuild every report.md and SUMMARY.md (and --readme's verdict table) "
+              "from the cell JSONs",
+    "demo": "the Figure 1 / Table 3 headline (MEB, d = 8) at the quick profile",
+    "models": "the registry's models with their parameter counts beside the paper's",
+    "docker": "build the CUDA image or run a table in it (docker-py)",
+    "env": "versions, devices and data paths, for bug reports",
+    "bench": "speed and memory benchmarks against PyG and the standard layers",
+    "table30": "Table 30: MZ-Full / Standard cost ratios (a benchmark)",
+    "analysis": "IHW uncertainty, calibration, generator probing and TDOF analysis",
+    "datagen": "generate (and time) the synthetic data of tables, filling the cache",
+    "campaign": "run a named, resumable list of cells (--status shows progress)",
+}
 _DELEGATED = {  # command -> (module, function taking the remaining argv)
     "docker": ("mzattn.repro.docker_driver", "cli"),
     "env": ("mzattn.repro.envinfo", "cli"),
@@ -35,7 +50,7 @@ _DELEGATED = {  # command -> (module, function taking the remaining argv)
 
 def _list() -> int:
     for key in list_tables():
-        print(f"{key:<8} {load_spec(key).title}")
+        print(f"{key:<8} {table_title(key)}")
     return 0
 
 
@@ -84,16 +99,34 @@ def _delegate(command: str, argv: list[str]) -> int:
 
 
 def _usage() -> str:
-    tables = " ".join(TABLE_MODULES)
-    return (f"usage: mzattn-repro {{{','.join(COMMANDS)},TABLE}} [options]\n"
-            f"tables: {tables}\nrun 'mzattn-repro TABLE --help' for the options of a table")
+    return "usage: mzattn-repro COMMAND [options]  |  mzattn-repro TABLE [options]"
+
+
+def _help() -> str:
+    width = max(map(len, [*COMMANDS, *TABLE_MODULES])) + 2
+    lines = [_usage(), "", "Reproduces the tables of the Matrix Zonotopic Attention paper.",
+             "", "commands:"]
+    lines += [f"  {name:<{width}}{text}" for name, text in COMMANDS.items()]
+    lines += ["", "tables (mzattn-repro TABLE --profile smoke|quick|full):"]
+    lines += [f"  {key:<{width}}{table_title(key)}" for key in list_tables()]
+    lines += ["", "'mzattn-repro COMMAND --help' or 'mzattn-repro TABLE --help' gives the "
+              "options."]
+    return "\n".join(lines)
+
+
+def _unknown(command: str) -> int:
+    hint = did_you_mean(command, [*COMMANDS, *TABLE_MODULES])
+    print(f"error: unknown command or table {command!r}{hint}\n{_usage()}\n"
+          "'mzattn-repro --help' lists the commands and tables", file=sys.stderr)
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:
     r"""Runs the command line :obj:`argv` (default: :obj:`sys.argv[1:]`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    quiet_libraries()
     if not argv or argv[0] in ("-h", "--help"):
-        print(_usage())
+        print(_help())
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "list":
@@ -110,5 +143,4 @@ def main(argv: list[str] | None = None) -> int:
     if command in TABLE_MODULES:
         from .runner import main as run
         return run(load_spec(command), rest)
-    print(f"error: unknown command {command!r}\n{_usage()}", file=sys.stderr)
-    return 2
+    return _unknown(command)

@@ -71,17 +71,26 @@ def _lines(ax, results: Results, columns: list[str], xlabel: str) -> None:
 def bars_and_lines(column: str, title_bars: str, title_lines: str, xlabel: str):
     r"""A figure function (for :obj:`TableSpec.figure`) with a bar chart of
     every row at :obj:`column` (Figure 1, right) beside the metric across
-    the table's columns (Figure 2, left)."""
+    the table's columns that ran (Figure 2, left); the bar chart alone when
+    fewer than two columns ran."""
     def draw(results: Results, path: str) -> None:
         plt = _pyplot()
-        fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-        _bars(left, results, column)
-        left.set_title(title_bars)
-        _lines(right, results, [c.label for c in results.spec.columns], xlabel)
-        right.set_title(title_lines)
+        ran = _columns_that_ran(results)
+        fig, axes = plt.subplots(1, 2 if len(ran) > 1 else 1,
+                                 figsize=(11 if len(ran) > 1 else 6, 4), squeeze=False)
+        _bars(axes[0, 0], results, column)
+        axes[0, 0].set_title(title_bars)
+        if len(ran) > 1:
+            _lines(axes[0, 1], results, ran, xlabel)
+            axes[0, 1].set_title(title_lines)
         _save(fig, path)
         plt.close(fig)
     return draw
+
+
+def _columns_that_ran(results: Results) -> list[str]:
+    return [c.label for c in results.spec.columns
+            if any(results.mean(r.label, c.label) is not None for r in results.spec.rows)]
 
 
 def learning_curves(results: Results, path: str) -> bool:

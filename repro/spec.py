@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mzattn.names import did_you_mean
+
 PROFILES = ("smoke", "quick", "full")
 r"""Run profiles: :obj:`smoke` (seconds, used by the tests), :obj:`quick`
 (a 2-core CPU, well under an hour per table) and :obj:`full` (the paper's
@@ -293,5 +295,6 @@ def _select(items: tuple, names: list[str] | None, what: str, keys: Callable) ->
     known = {key for item in items for key in keys(item)}
     unknown = [name for name in names if name not in known]
     if unknown:
-        raise ValueError(f"unknown '{what}' {unknown}; choose from {sorted(known)}")
+        hint = "".join(did_you_mean(name, known) for name in unknown)
+        raise ValueError(f"unknown '{what}' {unknown}{hint} (choose from {sorted(known)})")
     return tuple(item for item in items if set(keys(item)) & set(names))

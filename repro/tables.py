@@ -1,7 +1,10 @@
 r"""The reproduced tables: CLI key → table script module (imported lazily,
-so :obj:`mzattn-repro list` stays fast)."""
+so :obj:`mzattn-repro list` and :obj:`--help` stay fast)."""
+import ast
 import importlib
 import importlib.util
+
+from mzattn.names import did_you_mean
 
 from .spec import TableSpec
 
@@ -49,8 +52,28 @@ def _module(key: str) -> str:
     return f"{__package__}.{TABLE_MODULES[key]}"
 
 
+def check_table(key: str) -> None:
+    r"""Raises a :class:`ValueError` naming the closest tables when
+    :obj:`key` is not one."""
+    if key not in TABLE_MODULES:
+        raise ValueError(f"unknown table {key!r}{did_you_mean(key, TABLE_MODULES)}; "
+                         f"'mzattn-repro list' lists them")
+
+
 def load_spec(key: str) -> TableSpec:
     r"""The :class:`~mzattn.repro.spec.TableSpec` of table :obj:`key`."""
-    if key not in TABLE_MODULES:
-        raise ValueError(f"unknown table {key!r}; choose from {list(TABLE_MODULES)}")
+    check_table(key)
     return importlib.import_module(_module(key)).SPEC
+
+
+def table_title(key: str) -> str:
+    r"""The title of table :obj:`key`, read from its script's source (the
+    :obj:`title=` string of its spec) without importing it."""
+    check_table(key)
+    with open(importlib.util.find_spec(_module(key)).origin, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "title" \
+                and isinstance(node.value, ast.Constant):
+            return node.value.value
+    return load_spec(key).title

@@ -155,6 +155,7 @@ def test_demo_runs_three_models_at_d8(tmp_path, data_root, capsys):
     spec = demo_spec()
     assert [row.model for row in spec.rows] == ["standard", "st-large", "mz-full"]
     assert [column.label for column in spec.columns] == ["d=8"] and spec.key == "table3"
+    assert "d=8" in spec.title and "16" not in spec.title  # names what runs
     status = main(["demo", "--profile", "smoke", "--out", str(tmp_path), "--device", "cpu",
                    "--data-root", data_root, "--no-progress"])
     printed = capsys.readouterr().out

@@ -1,0 +1,58 @@
+import logging
+import subprocess
+import sys
+import warnings
+
+import pytest
+from mzattn.baselines import build_model
+from mzattn.repro.cli import COMMANDS, main
+from mzattn.repro.quiet import LIGHTNING_BANNERS, quiet_libraries
+from mzattn.repro.tables import list_tables, load_spec, table_title
+
+from mzattn.names import did_you_mean
+
+
+def test_help_describes_every_command_and_lists_the_tables_with_titles(capsys):
+    assert main(["--help"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for name, text in COMMANDS.items():
+        assert any(line.split() and line.split()[0] == name and line.endswith(text)
+                   for line in lines), name
+    assert any(line.split()[:1] == ["table3"] and "MEB radius prediction" in line
+               for line in lines)
+
+
+@pytest.mark.parametrize("key", list_tables())
+def test_titles_read_without_importing_equal_the_specs(key):
+    assert table_title(key) == load_spec(key).title
+
+
+def test_an_unknown_table_or_model_suggests_the_nearest_names(capsys):
+    assert main(["tabel3"]) == 2
+    assert "did you mean 'table3'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="did you mean 'table3'"):
+        load_spec("tabel3")
+    with pytest.raises(ValueError, match="did you mean 'standard'"):
+        build_model("standrd", 8, 1)
+    with pytest.raises(ValueError, match="did you mean 'mz-full'"):
+        load_spec("table3").select_rows(["mz-ful"])
+    assert did_you_mean("zzzz", ["table3"]) == ""
+
+
+def test_library_warnings_and_lightning_banners_are_filtered_narrowly():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet_libraries()
+        warnings.warn("`torch.jit.script` is deprecated. Please switch", FutureWarning,
+                      stacklevel=1)
+        warnings.warn("our own warning", FutureWarning, stacklevel=1)
+    assert [str(w.message) for w in caught] == ["our own warning"]
+    assert logging.getLogger(LIGHTNING_BANNERS).getEffectiveLevel() == logging.WARNING
+
+
+def test_list_prints_no_library_warning_and_imports_no_torch():
+    code = ("import sys; from mzattn.repro.cli import main; main(['list']); "
+            "assert 'torch' not in sys.modules")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and "table3" in done.stdout
