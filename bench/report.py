@@ -141,11 +141,12 @@ def render_suite(suite: str, result: dict, title: bool = True) -> str:
     return '\n'.join(head + RENDERERS[suite](result))
 
 
-def splice_readme(path: str, text: str) -> None:
-    r"""Replaces the text between the bench markers of :obj:`path`."""
+def splice_readme(path: str, text: str, begin: str = BEGIN, end: str = END) -> None:
+    r"""Replaces the text between the markers :obj:`begin` and :obj:`end`
+    (default: the bench markers) of :obj:`path`."""
     with open(path) as f:
         readme = f.read()
-    if BEGIN not in readme or END not in readme:
-        raise ValueError(f"'{path}' has no {BEGIN} ... {END} markers")
-    head, rest = readme.split(BEGIN, 1)
-    write_text_atomic(path, head + BEGIN + '\n' + text + '\n' + END + rest.split(END, 1)[1])
+    if begin not in readme or end not in readme:
+        raise ValueError(f"'{path}' has no {begin} ... {end} markers")
+    head, rest = readme.split(begin, 1)
+    write_text_atomic(path, head + begin + '\n' + text + '\n' + end + rest.split(end, 1)[1])

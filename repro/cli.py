@@ -6,7 +6,7 @@ r"""The :obj:`mzattn-repro` command (also :obj:`python -m mzattn.repro`).
     mzattn-repro table3 --profile quick    # run a table, write its report
     mzattn-repro report [--out results]    # rebuild every report from the JSONs
     mzattn-repro demo                      # Figure 1 / Table 3 headline, ~15 min on 2 cores
-    mzattn-repro models                    # registry models and parameter counts
+    mzattn-repro models [--docs PAGE]      # registry models and parameter counts
     mzattn-repro docker build|run TABLE    # the CUDA image (docker-py)
     mzattn-repro env                       # environment information
     mzattn-repro bench                     # speed and memory benchmarks
@@ -54,9 +54,22 @@ def _list() -> int:
     return 0
 
 
-def _models() -> int:
+MODELS_BEGIN, MODELS_END = "<!-- models:begin -->", "<!-- models:end -->"
+r"""Markers of the parameter-count table that :obj:`models --docs` splices."""
+
+
+def _models(argv: list[str]) -> int:
     from mzattn.baselines.registry import models_table
-    print(models_table())
+    parser = argparse.ArgumentParser(prog="mzattn-repro models", description=COMMANDS["models"])
+    parser.add_argument("--docs", default=None,
+                        help="also splice the table into this page between "
+                             f"{MODELS_BEGIN} and {MODELS_END} (docs/baselines.md)")
+    args = parser.parse_args(argv)
+    table = models_table()
+    print(table)
+    if args.docs:
+        from mzattn.bench.report import splice_readme
+        splice_readme(args.docs, table, MODELS_BEGIN, MODELS_END)
     return 0
 
 
@@ -132,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "list":
         return _list()
     if command == "models":
-        return _models()
+        return _models(rest)
     if command == "report":
         return _report(rest)
     if command == "demo":

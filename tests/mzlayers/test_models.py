@@ -4,7 +4,6 @@ import re
 import pytest
 import torch
 from torch_geometric.data import Batch, Data
-from torch_geometric.loader import DataLoader
 
 import mzlayers
 from mzlayers import (
@@ -133,36 +132,6 @@ def test_docstring_args_match_signature(name):
         assert set(expected) <= set(documented)
     else:
         assert documented == expected
-
-
-class GNN(torch.nn.Module):
-    r"""The README's "Using the layers" example."""
-    def __init__(self, in_channels, hidden, out_channels):
-        super().__init__()
-        from torch_geometric.nn import GCNConv
-
-        from mzlayers import MZISAB
-        self.conv = GCNConv(in_channels, hidden)
-        self.isab = MZISAB(hidden, num_induced_points=4, heads=4)
-        self.pool = MZSetTransformerAggregation(hidden, heads=4)
-        self.lin = torch.nn.Linear(hidden, out_channels)
-
-    def forward(self, x, edge_index, batch, num_graphs):
-        h = self.conv(x, edge_index).relu()
-        z = self.isab(h, batch, num_graphs)          # Zonotope per node
-        g = self.pool(z.center, batch, dim_size=num_graphs)
-        return self.lin(g)
-
-
-def test_readme_example_runs_on_a_dataloader_batch():
-    graphs = [Data(x=torch.randn(n, 3), edge_index=torch.randint(0, n, (2, 2 * n)))
-              for n in (4, 7, 1, 5)]
-    loader = DataLoader(graphs, batch_size=4)
-    data = next(iter(loader))
-    model = GNN(3, 16, 2)
-    out = model(data.x, data.edge_index, data.batch, data.num_graphs)
-    assert out.shape == (4, 2)
-    out.sum().backward()
 
 
 def test_aggregation_is_a_drop_in_for_pyg():
