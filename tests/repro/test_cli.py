@@ -1,4 +1,5 @@
 import logging
+import os.path as osp
 import subprocess
 import sys
 import warnings
@@ -10,6 +11,8 @@ from mzattn.repro.quiet import LIGHTNING_BANNERS, quiet_libraries
 from mzattn.repro.tables import list_tables, load_spec, table_title
 
 from mzattn.names import did_you_mean
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
 def test_help_describes_every_command_and_lists_the_tables_with_titles(capsys):
@@ -56,3 +59,28 @@ def test_list_prints_no_library_warning_and_imports_no_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stderr == "" and "table3" in done.stdout
+
+
+def _region(path: str, begin: str, end: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+
+
+def test_committed_parameter_table_is_generated_from_the_registry():
+    from mzattn.baselines.registry import models_table
+    from mzattn.repro.cli import MODELS_BEGIN, MODELS_END
+    page = osp.join(ROOT, "docs", "baselines.md")
+    assert _region(page, MODELS_BEGIN, MODELS_END) == models_table(), (
+        "docs/baselines.md's parameter table is stale: run "
+        "`mzattn-repro models --docs docs/baselines.md`")
+
+
+def test_models_docs_splices_the_table(tmp_path, capsys):
+    from mzattn.repro.cli import MODELS_BEGIN, MODELS_END
+    page = tmp_path / "page.md"
+    page.write_text(f"head\n{MODELS_BEGIN}\nold\n{MODELS_END}\ntail\n")
+    assert main(["models", "--docs", str(page)]) == 0
+    text = page.read_text()
+    assert text.startswith("head\n") and text.endswith("tail\n") and "old" not in text
+    assert "| `mz-full` | MZAttn-Full |" in text and "| `mz-full` |" in capsys.readouterr().out
