@@ -25,7 +25,7 @@ test: lint
 	$(BIN)/python -m pytest -q
 
 bench: setup
-	$(BIN)/mzattn-repro bench
+	$(BIN)/mzattn-repro bench --readme docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

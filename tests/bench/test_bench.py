@@ -1,12 +1,13 @@
 import json
+import os.path as osp
 from collections import Counter
 from itertools import pairwise
 
 import pytest
 import torch
-from mzattn.bench.cli import cli, table30_cli
+from mzattn.bench.cli import SUITES, cli, table30_cli
 from mzattn.bench.measure import Timing, balanced_orders, peak_memory_subprocess, time_interleaved
-from mzattn.bench.report import BEGIN, END, splice_readme
+from mzattn.bench.report import BEGIN, END, render_suite, splice_readme
 from mzattn.bench.scaling import loglog_slope
 from mzattn.bench.set_pooling import BASELINE, IMPLEMENTATIONS
 
@@ -35,6 +36,19 @@ def test_bench_runs_at_tiny_size(tmp_path):
     assert cli(['--render', '--out', str(out), '--suites', 'table30,scaling']) == 0
     rendered = (out / 'summary.md').read_text()
     assert 'paper (RTX 5090)' in rendered and 'Set pooling stack vs PyG' not in rendered
+
+
+def test_committed_benchmark_tables_are_rendered_from_the_committed_json():
+    root = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+    sections = []
+    for suite in SUITES:
+        with open(osp.join(root, 'bench', 'results', f'{suite}.json')) as f:
+            sections.append(render_suite(suite, json.load(f)))
+    with open(osp.join(root, 'docs', 'benchmarks.md')) as f:
+        region = f.read().split(BEGIN, 1)[1].split(END, 1)[0]
+    assert region == '\n' + '\n\n'.join(sections) + '\n', (
+        'docs/benchmarks.md is stale: run `mzattn-repro bench --render --suites '
+        f'{",".join(SUITES)} --readme docs/benchmarks.md`')
 
 
 def test_peak_memory_is_measured_in_a_child_process():
