@@ -71,7 +71,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=_seeds, default=None,
                         help="comma-separated seeds (default: the profile's)")
     parser.add_argument("--out", default="results", help="results folder (default: results)")
-    parser.add_argument("--device", choices=sorted(DEVICES), default="auto")
+    parser.add_argument("--device", type=_device, choices=sorted(DEVICES), default="auto",
+                        help="cpu, cuda (or gpu), or auto: a GPU when one is visible")
     parser.add_argument("--devices", default="1", help="devices per node, passed to Lightning")
     parser.add_argument("--num-nodes", type=int, default=1)
     parser.add_argument("--strategy", default="auto", help="Lightning strategy, e.g. ddp")
@@ -86,6 +87,17 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     bar = parser.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None)
     bar.add_argument("--no-progress", dest="progress", action="store_false")
+
+
+def _device(name: str) -> str:
+    # fail before any work when the device cannot be honoured
+    if DEVICES.get(name) == "gpu" and not torch.cuda.is_available():
+        build = f"built with CUDA {torch.version.cuda}" if torch.version.cuda else \
+            "built without CUDA"
+        raise argparse.ArgumentTypeError(
+            f"'{name}': torch {torch.__version__} ({build}) sees no CUDA device; use "
+            "'--device cpu', or '--device auto' to take a GPU when one is visible")
+    return name
 
 
 def _names(text: str) -> list[str]:

@@ -84,3 +84,13 @@ def test_models_docs_splices_the_table(tmp_path, capsys):
     text = page.read_text()
     assert text.startswith("head\n") and text.endswith("tail\n") and "old" not in text
     assert "| `mz-full` | MZAttn-Full |" in text and "| `mz-full` |" in capsys.readouterr().out
+
+
+def test_cuda_without_a_gpu_fails_before_any_work(monkeypatch, tmp_path, capsys):
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as stop:
+        main(["table3", "--profile", "smoke", "--device", "cuda", "--out", str(tmp_path)])
+    assert stop.value.code == 2
+    assert "'--device cpu'" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
