@@ -57,20 +57,50 @@ def index_hash(*indices: Tensor | np.ndarray) -> str:
     return digest.hexdigest()[:16]
 
 
+DATA_HINT = ("with mzattn-repro, '--data-root DIR' or $MZATTN_DATA chooses the folder that "
+             "holds it (docs/datasets.md)")
+r"""Where a missing dataset can go, said at the end of every missing-file
+error."""
+
+
 def missing_files_error(what: str, paths: Sequence[str], url: str, hint: str) -> FileNotFoundError:
-    r"""A :class:`FileNotFoundError` naming the missing files, where to get
-    them, and where to put them."""
-    missing = "\n".join(f"  {p}" for p in paths if not os.path.exists(p))
+    r"""A one-paragraph :class:`FileNotFoundError`: what is missing (the
+    first missing path and how many), where to get it and where to put it."""
+    missing = [p for p in paths if not os.path.exists(p)] or list(paths)
+    more = f" and {len(missing) - 1} more of the {len(paths)} expected" if len(missing) > 1 else ""
     return FileNotFoundError(
-        f"{what}: missing file(s)\n{missing}\nDownload them from {url} and {hint} "
-        f"(see the 'Real datasets' section of the README)."
-    )
+        f"{what}: missing {missing[0]}{more}. Download it from {url} and {hint}; {DATA_HINT}.")
+
+
+def _new_folders(folder: str) -> list[str]:
+    # folder and its parents that do not exist yet, deepest first
+    new = []
+    while folder and not os.path.exists(folder):
+        new.append(folder)
+        folder = os.path.dirname(folder)
+    return new
+
+
+class CleanDownload:
+    r"""Mixin for a PyG dataset that never downloads: when :meth:`download`
+    raises because raw files are missing, the empty folders PyG made for
+    them (:obj:`raw/`, and the root if it was new) are removed again."""
+
+    def _download(self) -> None:
+        new = _new_folders(os.path.abspath(self.raw_dir))
+        try:
+            super()._download()
+        except FileNotFoundError:
+            for folder in new:
+                if os.path.isdir(folder) and not os.listdir(folder):
+                    os.rmdir(folder)
+            raise
 
 
 # --------------------------------------------------------- processed datasets
 
 
-class SummarizedDataset(InMemoryDataset):
+class SummarizedDataset(CleanDownload, InMemoryDataset):
     r"""An :class:`~torch_geometric.data.InMemoryDataset` whose processed
     folder holds two files, ``processed_file_names = [data, summary]``: the
     collated data and a JSON summary of how it was built (counts, failures,
@@ -268,9 +298,8 @@ def load_images(name: str, root: str, train: bool) -> tuple[np.ndarray, np.ndarr
         dataset = getattr(torchvision.datasets, cls_name)(root, train=train, download=False)
     except RuntimeError as e:  # torchvision: "Dataset not found or corrupted"
         raise FileNotFoundError(
-            f"{cls_name}: no valid dataset files in {os.path.join(root, folder)} ({e}). "
-            f"Download them from {url} and extract them there (see the 'Real datasets' "
-            f"section of the README)."
+            f"{cls_name}: no valid dataset files in {os.path.join(root, folder)}. "
+            f"Download them from {url} and extract them there; {DATA_HINT}."
         ) from e
     images = np.asarray(dataset.data, dtype=np.uint8)
     return images, np.asarray(dataset.targets, dtype=np.int64)

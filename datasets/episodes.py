@@ -17,6 +17,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, Dataset
 
+from ._io import CleanDownload
+
 
 def draw_episode(rng: np.random.Generator, pool: int, num_context: int,
                  num_targets: int) -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +47,7 @@ def episode_tokens(features: np.ndarray, values: np.ndarray, context: np.ndarray
             torch.from_numpy(values[targets]).float())
 
 
-class EpisodeSets(Dataset):
+class EpisodeSets(CleanDownload, Dataset):
     r"""The sets of few-shot episodes, one per target (see the module
     docstring): set :math:`i` is target :math:`i \bmod T` of episode
     :math:`\lfloor i / T \rfloor`, built on access from the stored episodes,

@@ -134,6 +134,17 @@ def test_modelnet40_hdf5(tmp_path, train):
     assert dataset.summary()["class_counts"]["xbox"] == num_files
 
 
+def test_a_missing_modelnet40_is_one_short_message_and_leaves_no_folder(tmp_path):
+    root = tmp_path / "modelnet40"
+    with pytest.raises(FileNotFoundError) as info:
+        ModelNet40(str(root), source="off")
+    message = str(info.value)
+    assert "\n" not in message and message.count("/raw") == 2  # first class folder + target
+    assert "and 39 more of the 40 expected" in message and "ModelNet40.zip" in message
+    assert "--data-root" in message and "MZATTN_DATA" in message
+    assert not root.exists()
+
+
 def test_modelnet40_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="modelnet40_ply_hdf5_2048.zip"):
         ModelNet40(str(tmp_path), source="hdf5")
