@@ -1,6 +1,6 @@
 r"""Speed and memory benchmarks of :mod:`mzlayers` (import :obj:`mzattn.bench`).
 
 Every benchmark measures ratios against a peer *in the same run*, with
-interleaved repetitions after warm-up; see :file:`bench/README.md` for the
+interleaved repetitions after warm-up; see :file:`docs/benchmarks.md` for the
 latest numbers and the commands that made them.
 """

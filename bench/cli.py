@@ -4,7 +4,7 @@ r"""The :obj:`mzattn-repro bench` and :obj:`mzattn-repro table30` commands.
 
     mzattn-repro bench [--suites set_pooling,self_attention,table30,scaling,epoch]
                        [--size full|tiny] [--device cpu|cuda] [--repeats 10] [--out bench/results]
-                       [--readme bench/README.md]
+                       [--readme docs/benchmarks.md]
     mzattn-repro table30 [--profile smoke|quick|full] [--out results/quick]
 """
 import argparse
