@@ -162,3 +162,13 @@ def test_demo_runs_three_models_at_d8(tmp_path, data_root, capsys):
     assert status == 0
     assert "| MZAttn-Full | d=8 |" in printed and "0.691 ± 0.012" in printed
     assert "## Verdicts" in printed and (tmp_path / "table3" / "table3.png").exists()
+
+
+def test_table3_figure_draws_the_across_d_panel_only_when_two_columns_ran(out, monkeypatch):
+    from mzattn.repro import figures
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda fig, path: drawn.append(len(fig.axes)))
+    SPEC.figure(Results(SPEC, load_records(out, SPEC.key)), "unused.png")
+    _write(out, "Standard", "d=16", 0, 0.1)
+    SPEC.figure(Results(SPEC, load_records(out, SPEC.key)), "unused.png")
+    assert drawn == [1, 2]
