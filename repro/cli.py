@@ -155,5 +155,5 @@ def main(argv: list[str] | None = None) -> int:
         return _delegate(command, rest)
     if command in TABLE_MODULES:
         from .runner import main as run
-        return run(load_spec(command), rest)
+        return run(load_spec(command), rest, prog=f"mzattn-repro {command}")
     return _unknown(command)

@@ -133,10 +133,11 @@ def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
     return int(any(r["status"] == "failed" for r in records))
 
 
-def main(spec: TableSpec, argv: list[str] | None = None) -> int:
+def main(spec: TableSpec, argv: list[str] | None = None, prog: str | None = None) -> int:
     r"""Entry point of a table script: :obj:`python repro/<script>.py
-    [--profile quick] ...`."""
-    parser = argparse.ArgumentParser(prog=spec.key, description=spec.title)
+    [--profile quick] ...`, or of :obj:`mzattn-repro TABLE` with
+    :obj:`prog` set to that."""
+    parser = argparse.ArgumentParser(prog=prog or spec.key, description=spec.title)
     add_run_arguments(parser)
     try:
         return run_from_args(spec, parser.parse_args(argv))
