@@ -14,7 +14,6 @@ import os.path as osp
 import re
 import shutil
 import sys
-import tempfile
 import time
 import traceback
 from dataclasses import asdict, dataclass
@@ -26,8 +25,10 @@ from filelock import FileLock, Timeout
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_only
 
+from .checkpoints import AtomicCheckpointIO, resumable
 from .datamodule import SetDataModule
 from .environment import environment_record
+from .faults import Interrupted, atomic_write, is_no_space, no_space, set_aside, stop_on_signals
 from .history import History
 from .lightning_module import SetModule, output_channels
 from .progress import EpochLogger, show_progress_bar
@@ -121,26 +122,85 @@ def checkpoint_dir(out: str, cell: Cell) -> str:
 def write_json_atomic(obj: Any, path: str) -> None:
     r"""Writes :obj:`obj` as JSON to :obj:`path` through a temporary file in
     the same folder and :func:`os.replace`, so readers never see a partial
+    file (:func:`~mzattn.repro.faults.atomic_write`: ENOSPC raises
+    :class:`~mzattn.repro.faults.NoSpace`)."""
+    def write(f) -> None:
+        json.dump(obj, f, indent=2, sort_keys=True, default=str)
+        f.write("\n")
+    atomic_write(path, write)
+
+
+class RecordError(ValueError):
+    r"""A cell JSON that cannot be used: unreadable (truncated, not JSON) or
+    foreign (another :obj:`version`, not a record). Its message names the
     file."""
-    os.makedirs(osp.dirname(path) or ".", exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=osp.dirname(path) or ".", prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=2, sort_keys=True, default=str)
-            f.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
+_REQUIRED = {"ok": ("cell_id", "config", "profile", "metrics"),
+             "failed": ("cell_id", "config")}
+
+
+def record_problem(record: Any) -> str | None:
+    r"""Why :obj:`record` (a parsed cell JSON) is not a record of this
+    harness, or :obj:`None` if it is one."""
+    if not isinstance(record, dict):
+        return f"not a cell record (a JSON {type(record).__name__})"
+    if record.get("version") != RECORD_VERSION:
+        return f"record version {record.get('version')!r}, this harness reads {RECORD_VERSION}"
+    status = record.get("status")
+    if status not in _REQUIRED:
+        return f"status {status!r} is neither 'ok' nor 'failed'"
+    missing = [key for key in _REQUIRED[status] if key not in record]
+    if missing:
+        return f"{status} record without {', '.join(map(repr, missing))}"
+    config = record["config"]
+    if not isinstance(config, dict) or not {"row", "column"} <= set(config):
+        return "'config' names no row and column"
+    if status == "ok" and not isinstance(record["metrics"], dict):
+        return "'metrics' is not an object"
+    return None
 
 
 def read_record(path: str) -> dict[str, Any] | None:
-    r"""The record at :obj:`path`, or :obj:`None` if there is none."""
+    r"""The record at :obj:`path`, or :obj:`None` if there is none.
+
+    Raises:
+        RecordError: The file is unreadable or foreign (:func:`record_problem`).
+    """
     if not osp.exists(path):
         return None
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path) as f:
+            record = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise RecordError(path, f"unreadable ({error})") from None
+    problem = record_problem(record)
+    if problem is not None:
+        raise RecordError(path, problem)
+    return record
+
+
+def _peek(path: str) -> dict[str, Any] | None:
+    # The record, None if there is none or it is unusable (read-only).
+    try:
+        return read_record(path)
+    except RecordError:
+        return None
+
+
+def _previous(path: str) -> dict[str, Any] | None:
+    # The record, an unusable one set aside and named (call under the cell's lock).
+    try:
+        return read_record(path)
+    except RecordError as error:
+        with contextlib.suppress(FileNotFoundError):
+            aside = set_aside(path, "unreadable")
+            print(f"[mzattn-repro] {error}; moved to {aside}, the cell runs again",
+                  file=sys.stderr, flush=True)
+        return None
 
 
 def _identity(config: dict[str, Any]) -> str:
@@ -241,17 +301,19 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
         gradient_clip_val=GRADIENT_CLIP,
         callbacks=_callbacks(profile, ckpt_dir, progress, history),
         logger=False, enable_progress_bar=progress, enable_model_summary=False,
-        default_root_dir=ckpt_dir, num_sanity_val_steps=0)
+        default_root_dir=ckpt_dir, num_sanity_val_steps=0, plugins=[AtomicCheckpointIO()])
     last = osp.join(ckpt_dir, "last.ckpt")
-    resumed = osp.exists(last)
-    trainer.fit(module, datamodule=data, ckpt_path=last if resumed else None)
+    resumed = resumable(last)  # a corrupt one is set aside: the cell restarts
+    trainer.fit(module, datamodule=data, ckpt_path=last if resumed else None,
+                weights_only=True)
     checkpoint = trainer.checkpoint_callback
     best = checkpoint.best_model_path or None
     # read before testing: loading the best checkpoint also restores the callbacks' states
     # as they were at the best epoch (a shorter history, early stopping not yet fired)
     early = next(cb for cb in trainer.callbacks if isinstance(cb, EarlyStopping))
     stopped_early, curve = early.stopped_epoch > 0, list(history.rows)
-    test = trainer.test(module, datamodule=data, ckpt_path=best, verbose=False)[0]
+    test = trainer.test(module, datamodule=data, ckpt_path=best, verbose=False,
+                        weights_only=True)[0]
     return {
         "metrics": {k.removeprefix("test/"): float(v) for k, v in test.items()},
         "best_val_loss": None if checkpoint.best_model_score is None
@@ -295,24 +357,53 @@ def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
 
     A cell runs under a lock (:func:`lock_path`, an OS file lock that dies
     with its owner): when another live process holds it, the cell is left
-    to that process and its record says :obj:`"status": "busy"`.
+    to that process and its record says :obj:`"status": "busy"`. A JSON
+    that is unreadable or foreign (:class:`RecordError`) is set aside and
+    the cell runs again.
+
+    Raises:
+        ~mzattn.repro.faults.Interrupted: SIGTERM or SIGINT arrived; no
+            record was written and the checkpoints are kept, so that the
+            same command resumes the cell.
+        ~mzattn.repro.faults.NoSpace: The disk is full; nothing partial
+            was written.
     """
     options = options or RunOptions()
     config = cell_config(spec, cell, profile)
-    previous = read_record(cell_path(out, cell))
+    previous = _peek(cell_path(out, cell))
     if is_finished(previous, config):
         return previous | {"skipped": True}
+    try:
+        with stop_on_signals():
+            return _run_exclusive(spec, cell, profile, out, options, config)
+    except Interrupted as stop:
+        raise stop.during(_resume_hint(out, cell)) from None
+
+
+def _resume_hint(out: str, cell: Cell) -> str:
+    last = osp.join(checkpoint_dir(out, cell), "last.ckpt")
+    where = f"from {last}" if osp.exists(last) else "from scratch (no epoch had finished)"
+    return (f"cell {cell.cell_id} of {cell.table} before its record was written; rerun the "
+            f"same command to resume it {where}")
+
+
+def _run_exclusive(spec: TableSpec, cell: Cell, profile: str, out: str, options: RunOptions,
+                   config: dict[str, Any]) -> dict[str, Any]:
     if rank_zero_only.rank != 0 or torch.distributed.is_initialized():
         return _run_locked(spec, cell, profile, out, options, config)
-    os.makedirs(osp.dirname(lock_path(out, cell)), exist_ok=True)
     try:
+        os.makedirs(osp.dirname(lock_path(out, cell)), exist_ok=True)
         with FileLock(lock_path(out, cell), timeout=0):
-            previous = read_record(cell_path(out, cell))  # finished while we waited?
+            previous = _previous(cell_path(out, cell))  # finished while we waited?
             if is_finished(previous, config):
                 return previous | {"skipped": True}
             return _run_locked(spec, cell, profile, out, options, config)
     except Timeout:
         return {"status": "busy", "cell_id": cell.cell_id, "config": config}
+    except OSError as error:
+        if is_no_space(error):
+            raise no_space(error, out) from None
+        raise
 
 
 def _run_locked(spec: TableSpec, cell: Cell, profile: str, out: str, options: RunOptions,
@@ -324,12 +415,14 @@ def _run_locked(spec: TableSpec, cell: Cell, profile: str, out: str, options: Ru
     try:
         record |= train_cell(spec, cell, profile, out, options) | {"status": "ok"}
     except Exception as error:  # a failed cell must not stop the table
+        if is_no_space(error):  # but a full disk must: the cell did not fail
+            raise no_space(error, out) from None
         record |= {"status": "failed", "error": f"{type(error).__name__}: {error}",
                    "traceback": traceback.format_exc()}
         print(f"[mzattn-repro] cell {cell.cell_id} failed: {record['error']}",
               file=sys.stderr, flush=True)
     record |= {"wall_time_s": time.perf_counter() - start} | environment_record()
-    if rank_zero_only.rank == 0 and _better(record, read_record(path)):
+    if rank_zero_only.rank == 0 and _better(record, _peek(path)):
         write_json_atomic(record, path)
         if record["status"] == "ok" and not options.keep_checkpoints:
             _remove_checkpoints(out, cell)

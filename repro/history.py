@@ -4,14 +4,13 @@ written to a per-cell CSV log after every epoch and stored in the cell JSON.
 """
 import csv
 import io
-import os
-import os.path as osp
-import tempfile
 import time
 from typing import Any
 
 import lightning.pytorch as pl
 import torch
+
+from .faults import atomic_write_text
 
 FIELDS = ("epoch", "train_loss", "val_loss", "val_metric", "lr", "epoch_time_s")
 r"""Columns of a history row (and of the CSV log)."""
@@ -84,19 +83,10 @@ def _value(value: torch.Tensor | float | None) -> float | None:
 
 def write_csv_atomic(rows: list[dict[str, Any]], path: str) -> None:
     r"""Writes :obj:`rows` (history rows) as CSV to :obj:`path` through a
-    temporary file in the same folder, so readers never see a partial log."""
+    temporary file in the same folder, so readers never see a partial log
+    (:func:`~mzattn.repro.faults.atomic_write`)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=FIELDS)
     writer.writeheader()
     writer.writerows(rows)
-    folder = osp.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".csv")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(buffer.getvalue())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    atomic_write_text(buffer.getvalue(), path)

@@ -3,10 +3,10 @@ difference, the parameter counts, a verdict per headline claim) and the
 table's figure, rebuilt from the cell JSON files alone."""
 import os
 import os.path as osp
-import tempfile
 
 from .cells import table_dir
 from .convergence import convergence
+from .faults import atomic_write_text
 from .figures import learning_curves
 from .results import Results, load_records
 from .spec import TableSpec, Verdict
@@ -194,14 +194,6 @@ def render(spec: TableSpec, results: Results, figure: str | None = None,
     return "\n".join(lines) + "\n"
 
 
-def _write_text_atomic(text: str, path: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=osp.dirname(path), prefix=".tmp-", suffix=".md")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-
-
 def write_report(spec: TableSpec, out: str) -> str:
     r"""Writes :obj:`{out}/{table}/report.md` (and the figure, if the table
     has one and any cell finished) and returns the report's path."""
@@ -216,5 +208,5 @@ def write_report(spec: TableSpec, out: str) -> str:
     if not learning_curves(results, curves):
         curves = None
     path = osp.join(folder, "report.md")
-    _write_text_atomic(render(spec, results, figure, curves), path)
+    atomic_write_text(render(spec, results, figure, curves), path)
     return path

@@ -1,0 +1,157 @@
+r"""What a run survives (:obj:`docs/faults.md`): every file is written
+atomically in its own folder, a full disk stops the run with one message,
+unreadable files are set aside under a new name, and SIGTERM / SIGINT stop
+the run between two writes.
+
+A stop is a :class:`RunStopped` (a :class:`BaseException`, so that no
+``except Exception`` on the way records it as a failed cell); the table
+runner turns it into a message and an exit status.
+"""
+import contextlib
+import errno
+import os
+import os.path as osp
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import IO
+
+EXIT_NO_SPACE = 1
+r"""Exit status of a run stopped by a full disk."""
+
+
+class RunStopped(BaseException):
+    r"""The run must stop now: no record is written for the current cell,
+    its checkpoints are kept, and the same command resumes it.
+
+    Args:
+        message (str): What happened and how to resume.
+        exit_status (int): Status of the process.
+    """
+    def __init__(self, message: str, exit_status: int) -> None:
+        super().__init__(message)
+        self.message, self.exit_status = message, exit_status
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class Interrupted(RunStopped):
+    r"""SIGTERM or SIGINT arrived (exit status :obj:`128 + signum`, 143 or
+    130).
+
+    Args:
+        signum (int): The signal.
+    """
+    def __init__(self, signum: int, message: str | None = None) -> None:
+        name = signal.Signals(signum).name
+        super().__init__(message or f"stopped by {name}", 128 + signum)
+        self.signum = signum
+
+    def during(self, what: str) -> "Interrupted":
+        r"""The same stop, its message naming :obj:`what` was interrupted."""
+        name = signal.Signals(self.signum).name
+        return Interrupted(self.signum, f"{name}: stopped {what}")
+
+
+class NoSpace(RunStopped):
+    r"""A write failed with ENOSPC: :obj:`"no space left on DIR"`.
+
+    Args:
+        folder (str): The folder that could not be written.
+    """
+    def __init__(self, folder: str) -> None:
+        super().__init__(f"no space left on {folder}: nothing partial was kept; free some "
+                         "space and rerun the same command to go on", EXIT_NO_SPACE)
+        self.folder = folder
+
+
+def is_no_space(error: BaseException) -> bool:
+    r"""Whether :obj:`error` (or an exception it was raised from) is ENOSPC."""
+    while error is not None:
+        if isinstance(error, NoSpace) or (isinstance(error, OSError)
+                                          and error.errno == errno.ENOSPC):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def no_space(error: BaseException, folder: str) -> NoSpace:
+    r"""The :class:`NoSpace` stop of an ENOSPC :obj:`error`, naming the
+    folder of the file it names (else :obj:`folder`)."""
+    while error is not None and not isinstance(error, NoSpace):
+        name = getattr(error, "filename", None)
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC and name:
+            return NoSpace(osp.dirname(osp.abspath(name)))
+        error = error.__cause__ or error.__context__
+    return error if isinstance(error, NoSpace) else NoSpace(folder)
+
+
+def atomic_write(path: str, write: Callable[[IO], None], binary: bool = False) -> None:
+    r"""Writes :obj:`path` through :obj:`write(file)` on a temporary file in
+    the same folder, then :func:`os.replace`, so that readers (and the next
+    run) never see a partial file. The temporary file is removed on any
+    error; ENOSPC becomes :class:`NoSpace`. The file is made 0644."""
+    folder = osp.dirname(path) or "."
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-",
+                                   suffix=osp.splitext(path)[1])
+    except OSError as error:
+        if is_no_space(error):
+            raise no_space(error, folder) from None
+        raise
+    try:
+        with os.fdopen(fd, "wb" if binary else "w", newline=None if binary else "") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if is_no_space(error):
+            raise no_space(error, folder) from None
+        raise
+
+
+def atomic_write_text(text: str, path: str) -> None:
+    r"""Writes :obj:`text` to :obj:`path` atomically (:func:`atomic_write`)."""
+    atomic_write(path, lambda f: f.write(text))
+
+
+def set_aside(path: str, reason: str) -> str:
+    r"""Renames :obj:`path` to :obj:`{path}.{reason}-{UTC time}` in the same
+    folder (kept for inspection, out of every glob of the harness) and
+    returns the new path."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = f"{path}.{reason}-{stamp}"
+    os.replace(path, aside)
+    return aside
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    r"""Within the block, SIGTERM and SIGINT raise :class:`Interrupted`
+    where the main thread is (once: a second signal while stopping is
+    ignored). Outside the main thread the block runs unchanged. Lightning's
+    own SIGTERM handler, installed inside the block, calls this one too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stopping = []
+
+    def handler(signum: int, frame) -> None:
+        if not stopping:
+            stopping.append(signum)
+            raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
