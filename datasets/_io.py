@@ -1,5 +1,6 @@
 r"""Helpers shared by the real-data loaders: atomic writes, processed-file
 bookkeeping, point sampling, normalisation and augmentation."""
+import contextlib
 import hashlib
 import json
 import logging
@@ -21,17 +22,24 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------- file writes
 
 
-def _atomic_write(path: str, write: Callable[[Any], None], mode: str) -> None:
+def atomic_write(path: str, write: Callable[[Any], None], mode: str) -> None:
+    r"""Calls :obj:`write(file)` on a temporary file opened with :obj:`mode`
+    in the folder of :obj:`path`, then moves it onto :obj:`path` with
+    :func:`os.replace`: readers and the next run never see a partial file.
+    On any error (a full disk, a signal) the temporary file is removed."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
     try:
         with os.fdopen(fd, mode) as f:
             write(f)
+            f.flush()
+            os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; caches are meant to be shared
         os.replace(tmp, path)
     except BaseException:
-        os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         raise
 
 
@@ -39,12 +47,12 @@ def atomic_torch_save(obj: Any, path: str) -> None:
     r"""Saves :obj:`obj` with :func:`torch.save` to a temporary file in the
     same folder, then moves it onto :obj:`path` with :func:`os.replace`, so a
     killed run never leaves a truncated file behind."""
-    _atomic_write(path, lambda f: torch.save(obj, f), "wb")
+    atomic_write(path, lambda f: torch.save(obj, f), "wb")
 
 
 def atomic_write_json(obj: Any, path: str) -> None:
     r"""Writes :obj:`obj` as indented JSON to :obj:`path` atomically."""
-    _atomic_write(path, lambda f: json.dump(obj, f, indent=2, sort_keys=True), "w")
+    atomic_write(path, lambda f: json.dump(obj, f, indent=2, sort_keys=True), "w")
 
 
 def index_hash(*indices: Tensor | np.ndarray) -> str:
@@ -100,7 +108,50 @@ class CleanDownload:
 # --------------------------------------------------------- processed datasets
 
 
-class SummarizedDataset(CleanDownload, InMemoryDataset):
+def safe_torch_load(path: str) -> Any:
+    r"""Loads :obj:`path` with :obj:`torch.load(weights_only=True)` only:
+    tensors, containers and plain values, never code (PyG's loader retries
+    with :obj:`weights_only=False` on some errors). Any failure is a
+    :class:`ValueError` that names :obj:`path`."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise
+    except Exception as error:
+        first = str(error).splitlines()[0] if str(error) else ""
+        raise ValueError(f"{path}: unreadable or unsafe cache file "
+                         f"({type(error).__name__}: {first})") from error
+
+
+class SafeInMemoryDataset(InMemoryDataset):
+    r"""An :class:`~torch_geometric.data.InMemoryDataset` whose cache files
+    never execute code: :meth:`load` reads with :func:`safe_torch_load`, and
+    PyG's :obj:`processed/pre_transform.pt` and :obj:`pre_filter.pt` (which
+    PyG reads with :obj:`weights_only=False`) are checked first; one that
+    does not load safely is removed, with a warning naming it. Caches are
+    meant to be shared, so their files may come from someone else."""
+
+    def _process(self) -> None:
+        for name in ("pre_transform.pt", "pre_filter.pt"):
+            path = os.path.join(self.processed_dir, name)
+            if os.path.exists(path):
+                try:
+                    safe_torch_load(path)
+                except ValueError as error:
+                    log.warning("%s: removed, PyG would have unpickled it", error)
+                    os.remove(path)
+        super()._process()
+
+    def load(self, path: str, data_cls: type = Data) -> None:
+        try:
+            data, self.slices, *rest = safe_torch_load(path)
+        except ValueError as error:
+            raise ValueError(f"{error}; delete it to rebuild the cache") from error
+        data_cls = rest[0] if rest else data_cls
+        self.data = data_cls.from_dict(data) if isinstance(data, dict) else data
+
+
+class SummarizedDataset(CleanDownload, SafeInMemoryDataset):
     r"""An :class:`~torch_geometric.data.InMemoryDataset` whose processed
     folder holds two files, ``processed_file_names = [data, summary]``: the
     collated data and a JSON summary of how it was built (counts, failures,

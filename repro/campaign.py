@@ -11,12 +11,23 @@ import argparse
 import csv
 import os
 import os.path as osp
+import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 
-from .cells import Cell, RunOptions, cell_path, lock_path, log_path, read_record, run_cell
+from .cells import (
+    Cell,
+    RecordError,
+    RunOptions,
+    cell_path,
+    lock_path,
+    log_path,
+    read_record,
+    run_cell,
+)
+from .faults import RunStopped
 from .runner import grid
 from .tables import load_spec
 
@@ -96,6 +107,13 @@ def _history(out: str, cell: Cell) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def _record(out: str, cell: Cell) -> dict | None:
+    try:
+        return read_record(cell_path(out, cell))
+    except RecordError:  # set aside and rerun when its cell runs
+        return None
+
+
 def _held(out: str, cell: Cell) -> bool:
     from filelock import FileLock, Timeout
     path = lock_path(out, cell)
@@ -117,7 +135,7 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
              "| --- | --- | --- | --- | --- | --- | --- |"]
     total_left = 0.0
     for cell in campaign_cells(name, seeds, profile):
-        record, rows = read_record(cell_path(out, cell)), _history(out, cell)
+        record, rows = _record(out, cell), _history(out, cell)
         cap = load_spec(cell.table).profile(profile).max_epochs
         epoch_s = sum(float(r["epoch_time_s"]) for r in rows[-5:]) / len(rows[-5:]) \
             if rows else None
@@ -142,7 +160,17 @@ def _workers(args: argparse.Namespace) -> int:
     child = [sys.executable, "-m", "mzattn.repro", "campaign", args.name, "--out", args.out,
              "--profile", args.profile, "--threads", str(threads)]
     procs = [subprocess.Popen(child) for _ in range(args.jobs)]
-    return max(proc.wait() for proc in procs)
+
+    def forward(signum: int, frame) -> None:  # each worker stops its cell cleanly
+        for proc in procs:
+            proc.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return max(proc.wait() for proc in procs)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def cli(argv: list[str]) -> int:
@@ -166,4 +194,8 @@ def cli(argv: list[str]) -> int:
         import torch
         torch.set_num_threads(args.threads)
     options = RunOptions(progress=False)
-    return int(run_campaign(args.name, args.out, options=options, profile=args.profile) > 0)
+    try:
+        return int(run_campaign(args.name, args.out, options=options, profile=args.profile) > 0)
+    except RunStopped as stop:  # SIGTERM / SIGINT or a full disk: finished cells are kept
+        print(f"[mzattn-repro] campaign {args.name}: {stop}", file=sys.stderr, flush=True)
+        return stop.exit_status

@@ -304,16 +304,15 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
         default_root_dir=ckpt_dir, num_sanity_val_steps=0, plugins=[AtomicCheckpointIO()])
     last = osp.join(ckpt_dir, "last.ckpt")
     resumed = resumable(last)  # a corrupt one is set aside: the cell restarts
-    trainer.fit(module, datamodule=data, ckpt_path=last if resumed else None,
-                weights_only=True)
+    # AtomicCheckpointIO loads with weights_only=True whatever Lightning asks for
+    trainer.fit(module, datamodule=data, ckpt_path=last if resumed else None)
     checkpoint = trainer.checkpoint_callback
     best = checkpoint.best_model_path or None
     # read before testing: loading the best checkpoint also restores the callbacks' states
     # as they were at the best epoch (a shorter history, early stopping not yet fired)
     early = next(cb for cb in trainer.callbacks if isinstance(cb, EarlyStopping))
     stopped_early, curve = early.stopped_epoch > 0, list(history.rows)
-    test = trainer.test(module, datamodule=data, ckpt_path=best, verbose=False,
-                        weights_only=True)[0]
+    test = trainer.test(module, datamodule=data, ckpt_path=best, verbose=False)[0]
     return {
         "metrics": {k.removeprefix("test/"): float(v) for k, v in test.items()},
         "best_val_loss": None if checkpoint.best_model_score is None

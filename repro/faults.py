@@ -12,11 +12,12 @@ import errno
 import os
 import os.path as osp
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import IO
+
+from mzattn.datasets._io import atomic_write as _atomic_write
 
 EXIT_NO_SPACE = 1
 r"""Exit status of a run stopped by a full disk."""
@@ -91,30 +92,14 @@ def no_space(error: BaseException, folder: str) -> NoSpace:
 
 def atomic_write(path: str, write: Callable[[IO], None], binary: bool = False) -> None:
     r"""Writes :obj:`path` through :obj:`write(file)` on a temporary file in
-    the same folder, then :func:`os.replace`, so that readers (and the next
-    run) never see a partial file. The temporary file is removed on any
-    error; ENOSPC becomes :class:`NoSpace`. The file is made 0644."""
-    folder = osp.dirname(path) or "."
+    the same folder, then :func:`os.replace`
+    (:func:`mzattn.datasets._io.atomic_write`), so that readers and the
+    next run never see a partial file; ENOSPC becomes :class:`NoSpace`."""
     try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-",
-                                   suffix=osp.splitext(path)[1])
+        _atomic_write(path, write, "wb" if binary else "w")
     except OSError as error:
         if is_no_space(error):
-            raise no_space(error, folder) from None
-        raise
-    try:
-        with os.fdopen(fd, "wb" if binary else "w", newline=None if binary else "") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException as error:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if is_no_space(error):
-            raise no_space(error, folder) from None
+            raise no_space(error, osp.dirname(osp.abspath(path))) from None
         raise
 
 

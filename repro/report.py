@@ -3,12 +3,13 @@ difference, the parameter counts, a verdict per headline claim) and the
 table's figure, rebuilt from the cell JSON files alone."""
 import os
 import os.path as osp
+import sys
 
 from .cells import table_dir
 from .convergence import convergence
 from .faults import atomic_write_text
 from .figures import learning_curves
-from .results import Results, load_records
+from .results import Results, load_records, set_aside_records
 from .spec import TableSpec, Verdict
 from .verdicts import decide
 
@@ -167,8 +168,9 @@ def _reading_lines(spec: TableSpec) -> list[str]:
 
 
 def render(spec: TableSpec, results: Results, figure: str | None = None,
-           curves: str | None = None) -> str:
-    r"""The markdown report of one table."""
+           curves: str | None = None, unreadable: list[str] | None = None) -> str:
+    r"""The markdown report of one table; :obj:`unreadable` lists the cell
+    files that could not be used (:func:`~mzattn.repro.results.load_records`)."""
     paper = paper_table_of(spec)
     lines = [f"# {spec.key}: {spec.title}", "", *_header(spec, results), ""]
     if spec.notes:
@@ -185,6 +187,9 @@ def render(spec: TableSpec, results: Results, figure: str | None = None,
         lines += ["", "## Failed cells", ""]
         lines += [f"- `{r['cell_id']}`: {r.get('error', 'unknown error')}"
                   for r in results.failed]
+    if unreadable:
+        lines += ["", "## Unreadable cell files (not counted; their cells run again)", ""]
+        lines += [f"- {problem}" for problem in unreadable]
     if results.ok:
         lines += ["", "## What ran", "", *_ran_lines(results)]
     if curves:
@@ -196,10 +201,17 @@ def render(spec: TableSpec, results: Results, figure: str | None = None,
 
 def write_report(spec: TableSpec, out: str) -> str:
     r"""Writes :obj:`{out}/{table}/report.md` (and the figure, if the table
-    has one and any cell finished) and returns the report's path."""
+    has one and any cell finished) and returns the report's path. Cell
+    files that cannot be used are named on stderr and listed in the report,
+    never fatal."""
     folder = table_dir(out, spec.key)
     os.makedirs(folder, exist_ok=True)
-    results = Results(spec, load_records(out, spec.key))
+    unreadable: list[str] = []
+    results = Results(spec, load_records(out, spec.key, unreadable))
+    for problem in unreadable:
+        print(f"[mzattn-repro] skipped {problem}", file=sys.stderr, flush=True)
+    unreadable += [f"{path}: set aside by a run, which reran its cell"
+                   for path in set_aside_records(out, spec.key)]
     figure = None
     if spec.figure is not None and results.ok:
         figure = osp.join(folder, f"{spec.key}.png")
@@ -208,5 +220,5 @@ def write_report(spec: TableSpec, out: str) -> str:
     if not learning_curves(results, curves):
         curves = None
     path = osp.join(folder, "report.md")
-    atomic_write_text(render(spec, results, figure, curves), path)
+    atomic_write_text(render(spec, results, figure, curves, unreadable), path)
     return path

@@ -1,24 +1,36 @@
 r"""Aggregation of a table's cell JSON files into mean ± std per cell."""
 import contextlib
 import glob
-import json
 import os.path as osp
 import statistics
 from collections.abc import Iterator
 from typing import Any
 
-from .cells import table_dir
+from .cells import RecordError, read_record, table_dir
 from .spec import TableSpec
 
 
-def load_records(out: str, table: str) -> list[dict[str, Any]]:
-    r"""Every cell record of :obj:`table` under :obj:`out`, sorted by cell id."""
-    paths = sorted(glob.glob(osp.join(table_dir(out, table), "cells", "*.json")))
+def load_records(out: str, table: str,
+                 unreadable: list[str] | None = None) -> list[dict[str, Any]]:
+    r"""Every usable cell record of :obj:`table` under :obj:`out`, sorted by
+    cell id. A file that is unreadable or foreign
+    (:class:`~mzattn.repro.cells.RecordError`) is skipped, its path and
+    reason appended to :obj:`unreadable`."""
+    folder = osp.join(table_dir(out, table), "cells")
     records = []
-    for path in paths:
-        with open(path) as f:
-            records.append(json.load(f))
+    for path in sorted(glob.glob(osp.join(folder, "*.json"))):
+        try:
+            records.append(read_record(path))
+        except RecordError as error:
+            if unreadable is not None:
+                unreadable.append(str(error))
     return records
+
+
+def set_aside_records(out: str, table: str) -> list[str]:
+    r"""Cell files of :obj:`table` that a run set aside as unreadable or
+    foreign (:obj:`cells/{cell_id}.json.{reason}-{time}`), sorted."""
+    return sorted(glob.glob(osp.join(table_dir(out, table), "cells", "*.json.*")))
 
 
 class Results:

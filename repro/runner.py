@@ -9,6 +9,7 @@ import torch
 from lightning.pytorch.utilities import rank_zero_only
 
 from .cells import Cell, RunOptions, run_cell
+from .faults import RunStopped
 from .progress import show_progress_bar
 from .report import write_report
 from .spec import PROFILES, TableSpec
@@ -44,18 +45,21 @@ def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None 
     """
     cells = grid(spec, profile, models, columns, seeds)
     records = []
-    for index, cell in enumerate(cells, 1):
-        start = time.perf_counter()
-        record = run_cell(spec, cell, profile, out, options)
-        records.append(record)
-        state = "skipped (finished)" if record.get("skipped") else \
-            "busy (another run holds its lock)" if record["status"] == "busy" else record["status"]
-        metrics = record.get("metrics", {})
-        shown = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
-        _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {state} {shown} "
-             f"({time.perf_counter() - start:.0f} s)")
-    if rank_zero_only.rank == 0:
-        _say(f"report: {write_report(spec, out)}")
+    try:
+        for index, cell in enumerate(cells, 1):
+            start = time.perf_counter()
+            record = run_cell(spec, cell, profile, out, options)
+            records.append(record)
+            state = "skipped (finished)" if record.get("skipped") else \
+                "busy (another run holds its lock)" if record["status"] == "busy" \
+                else record["status"]
+            metrics = record.get("metrics", {})
+            shown = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
+            _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {state} {shown} "
+                 f"({time.perf_counter() - start:.0f} s)")
+    finally:  # a stopped run (faults.RunStopped) still reports what finished
+        if rank_zero_only.rank == 0:
+            _say(f"report: {write_report(spec, out)}")
     return records
 
 
@@ -123,13 +127,18 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
 
 def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
     r"""Runs :obj:`spec` as parsed by :func:`add_run_arguments`; the exit
-    status is 1 when a cell failed."""
+    status is 1 when a cell failed or the disk is full, 143 / 130 after
+    SIGTERM / SIGINT (:mod:`~mzattn.repro.faults`)."""
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     if not show_progress_bar(args.progress):  # plain logs: keep Lightning's banners out
         logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
-    records = run_table(spec, args.profile, args.models, args.columns, args.seeds, args.out,
-                        options_from_args(args))
+    try:
+        records = run_table(spec, args.profile, args.models, args.columns, args.seeds,
+                            args.out, options_from_args(args))
+    except RunStopped as stop:  # SIGTERM / SIGINT (143 / 130) or a full disk
+        print(f"[mzattn-repro] {stop}", file=sys.stderr, flush=True)
+        return stop.exit_status
     return int(any(r["status"] == "failed" for r in records))
 
 

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
-from torch_geometric.data import Data, InMemoryDataset
+from torch_geometric.data import Data
 
+from .._io import SafeInMemoryDataset, safe_torch_load
 from ._validate import check_int
 from .generation import generate_split
 from .tasks import SPLITS, TaskConfig, canonical_name, get_config
@@ -46,7 +47,7 @@ def _atomic_torch_save(obj: Any, path: str) -> None:
         raise
 
 
-class SyntheticSetDataset(InMemoryDataset):
+class SyntheticSetDataset(SafeInMemoryDataset):
     r"""One split of a synthetic set task of the paper "Matrix Zonotopic
     Attention" (tasks and defaults: :obj:`mzattn.datasets.synthetic.TASKS`).
 
@@ -103,7 +104,7 @@ class SyntheticSetDataset(InMemoryDataset):
         root = default_root() if root is None else root
         super().__init__(osp.join(root, self.name), transform, log=log,
                          force_reload=force_reload)
-        out = torch.load(self.processed_paths[0], weights_only=True)
+        out = safe_torch_load(self.processed_paths[0])
         self.data, self.slices = Data.from_dict(out["data"]), out["slices"]
         self.meta: dict[str, Any] = out["meta"]
         self.target_mean, self.target_std = self._target_stats(root, log)

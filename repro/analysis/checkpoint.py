@@ -11,7 +11,6 @@ by :func:`load_checkpoint`. A harness cell trained with
 :obj:`--keep-checkpoints` is read with :func:`load_cell_checkpoint`.
 """
 import json
-import os
 import os.path as osp
 import tempfile
 import time
@@ -23,7 +22,9 @@ import torch
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
 from ..cells import GRADIENT_CLIP
+from ..checkpoints import safe_load
 from ..datamodule import SetDataModule
+from ..faults import atomic_write
 from ..lightning_module import SetModule, output_channels
 from ..spec import Profile
 
@@ -81,16 +82,13 @@ class CheckpointInfo:
 def save_checkpoint(model: torch.nn.Module, info: CheckpointInfo, path: str) -> None:
     r"""Writes :obj:`model`'s weights with :obj:`info` to :obj:`path`
     atomically."""
-    os.makedirs(osp.dirname(path) or ".", exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=osp.dirname(path) or ".", prefix=".tmp-", suffix=".pt")
-    os.close(fd)
-    torch.save({"format": FORMAT, "info": asdict(info), "state_dict": model.state_dict()}, tmp)
-    os.replace(tmp, path)
+    state = {"format": FORMAT, "info": asdict(info), "state_dict": model.state_dict()}
+    atomic_write(path, lambda f: torch.save(state, f), binary=True)
 
 
 def load_checkpoint(path: str) -> tuple[torch.nn.Module, CheckpointInfo]:
     r"""The model (in evaluation mode) and its :class:`CheckpointInfo`."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = safe_load(path)
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise ValueError(f"'path' is not an analysis checkpoint ({FORMAT}): {path}")
     info = CheckpointInfo(**state["info"])
@@ -107,7 +105,7 @@ def load_cell_checkpoint(record: str, checkpoint: str, root: str | None = None,
     :obj:`--keep-checkpoints`); :obj:`root` is the dataset cache."""
     with open(record) as f:
         config = json.load(f)["config"]
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"]
+    state = safe_load(checkpoint)["state_dict"]
     weights = {k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")}
     data = SetDataModule(config["task"], seed=config["seed"],
                          overrides=config["task_overrides"], normalize=config["normalize"],
@@ -164,7 +162,7 @@ def train_checkpoint(model: str, task: str, path: str, profile: Profile, *,
             enable_model_summary=False, num_sanity_val_steps=0,
             callbacks=[selector, EarlyStopping(monitor="val/loss", patience=profile.patience)])
         trainer.fit(module, datamodule=data)
-        best = torch.load(selector.best_model_path, map_location="cpu", weights_only=False)
+        best = safe_load(selector.best_model_path)
         module.load_state_dict(best["state_dict"])
     info.training = {"epochs": trainer.current_epoch, "wall_time_s": time.perf_counter() - start,
                      "best_val_loss": float(selector.best_model_score)}

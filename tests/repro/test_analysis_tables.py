@@ -94,6 +94,6 @@ def test_load_cell_checkpoint_of_a_harness_cell(tmp_path, options):
     model, info = load_cell_checkpoint(cell_path(str(tmp_path), cell), ckpt,
                                        root=options.data_root)
     assert info.model == "mz-full" and info.task == "meb" and info.in_channels == 8
-    state = torch.load(ckpt, map_location="cpu", weights_only=False)["state_dict"]
+    state = torch.load(ckpt, map_location="cpu", weights_only=True)["state_dict"]
     assert torch.equal(model.state_dict()["head.lins.0.weight"],
                        state["model.head.lins.0.weight"])

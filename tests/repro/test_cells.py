@@ -71,7 +71,7 @@ def test_killed_run_resumes_with_early_stopping_state(tmp_path, options):
     keep = dataclasses.replace(options, keep_checkpoints=True)
     run_cell(one, _cell(), "smoke", out, keep)
     last = os.path.join(checkpoint_dir(out, _cell()), "last.ckpt")
-    state = torch.load(last, weights_only=False)
+    state = torch.load(last, weights_only=True)
     early = next(v for k, v in state["callbacks"].items() if k.startswith("EarlyStopping"))
     assert early["patience"] == 5 and early["best_score"] is not None
     os.remove(cell_path(out, _cell()))  # as if the run had been killed before the JSON

@@ -1,0 +1,242 @@
+import errno
+import glob
+import importlib.util
+import json
+import os
+import os.path as osp
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from mzattn.repro import faults
+from mzattn.repro.cells import (
+    Cell,
+    RecordError,
+    cell_path,
+    checkpoint_dir,
+    lock_path,
+    log_path,
+    read_record,
+    run_cell,
+    write_json_atomic,
+)
+from mzattn.repro.checkpoints import safe_load
+from mzattn.repro.faults import NoSpace, atomic_write_text
+from mzattn.repro.report import write_report
+from mzattn.repro.runner import main as run_main
+from mzattn.repro.runner import run_table
+
+SCRIPT = osp.join(osp.dirname(__file__), "faulty_table.py")
+_spec = importlib.util.spec_from_file_location("faulty_table", SCRIPT)
+faulty_table = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(faulty_table)
+SPEC = faulty_table.spec()
+
+
+def _cell(column: str) -> Cell:
+    col = next(c for c in SPEC.columns if c.label == column)
+    return Cell("tiny", SPEC.rows[0], col, 0)
+
+
+def _start(out: str, data_root: str, columns: str, **env: str) -> subprocess.Popen:
+    command = [sys.executable, SCRIPT, "--profile", "smoke", "--out", out, "--device", "cpu",
+               "--no-progress", "--data-root", data_root, "--columns", columns]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1", **env})
+
+
+def _epochs_logged(out: str, cell: Cell) -> int:
+    try:
+        with open(log_path(out, cell)) as f:
+            return max(0, len(f.read().splitlines()) - 1)
+    except FileNotFoundError:
+        return 0
+
+
+def _crafted_pickle(path: str, marker: str) -> None:
+    # a checkpoint whose unpickling runs a command that creates :obj:`marker`
+    class Exploit:
+        def __reduce__(self):
+            return os.system, (f"touch {marker}",)
+    torch.save({"state_dict": {}, "x": Exploit()}, path)
+
+
+# ------------------------------------------------------------------ signals
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_cleanly_and_the_cell_resumes(tmp_path, data_root, options, signum):
+    out, slow = str(tmp_path), _cell("slow")
+    proc = _start(out, data_root, "fast,slow")
+    deadline = time.monotonic() + 240
+    while _epochs_logged(out, slow) < 2 and proc.poll() is None:
+        assert time.monotonic() < deadline, "the slow cell never trained two epochs"
+        time.sleep(0.2)
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signum, stderr
+    name = signal.Signals(signum).name
+    assert f"{name}: stopped cell Standard__slow__s0 of tiny" in stderr
+    assert "rerun the same command to resume it from" in stderr
+    assert "Traceback" not in stderr
+    assert read_record(cell_path(out, slow)) is None  # no partial record
+    assert read_record(cell_path(out, _cell("fast")))["status"] == "ok"
+    assert "1 finished cells" in (tmp_path / "tiny" / "report.md").read_text()
+    last = osp.join(checkpoint_dir(out, slow), "last.ckpt")
+    done = safe_load(last)["epoch"] + 1  # epochs in the last checkpoint written
+    assert done >= 1
+    record = run_cell(faulty_table.spec(done + 1), slow, "smoke", out, options)
+    assert record["status"] == "ok" and record["resumed"] and record["epochs"] == done + 1
+    assert [h["epoch"] for h in record["history"]] == list(range(1, done + 2))
+
+
+def test_stop_on_signals_restores_the_handlers():
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(faults.Interrupted) as info, faults.stop_on_signals():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    assert info.value.exit_status == 143 and signal.getsignal(signal.SIGTERM) is before
+
+
+# ------------------------------------------------------- two runs, one --out
+def test_two_processes_on_one_out_run_each_cell_once(tmp_path, data_root):
+    out = str(tmp_path)
+    procs = [_start(out, data_root, "fast,c3,c4") for _ in range(2)]
+    outputs = [proc.communicate(timeout=600) for proc in procs]
+    for proc, (_, stderr) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, stderr
+    for column in ("fast", "c3", "c4"):
+        record = read_record(cell_path(out, _cell(column)))
+        assert record["status"] == "ok", record.get("traceback")
+        trained = sum(f"{_cell(column).cell_id}: ok" in stdout for stdout, _ in outputs)
+        assert trained == 1, [stdout for stdout, _ in outputs]  # the other skipped it
+    assert not osp.exists(osp.join(out, "tiny", "ckpt"))
+
+
+def test_the_lock_of_a_dead_owner_is_reclaimed(tmp_path, options):
+    out, cell = str(tmp_path), _cell("fast")
+    os.makedirs(osp.dirname(lock_path(out, cell)))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from filelock import FileLock; "
+        f"FileLock({lock_path(out, cell)!r}).acquire(); print('held', flush=True); "
+        "time.sleep(600)")], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    assert run_cell(SPEC, cell, "smoke", out, options)["status"] == "busy"
+    holder.kill()  # kill -9: the OS releases its lock
+    holder.wait()
+    assert run_cell(SPEC, cell, "smoke", out, options)["status"] == "ok"
+
+
+# ------------------------------------------------------ corrupt or foreign
+def test_a_truncated_last_checkpoint_is_set_aside_and_the_cell_restarts(
+        tmp_path, options, capsys):
+    out, cell = str(tmp_path), _cell("fast")
+    last = osp.join(checkpoint_dir(out, cell), "last.ckpt")
+    os.makedirs(osp.dirname(last))
+    with open(last, "wb") as f:
+        f.write(b"PK\x03\x04 truncated by a full disk")
+    record = run_cell(SPEC, cell, "smoke", out, options)
+    assert record["status"] == "ok" and record["resumed"] is False
+    stderr = capsys.readouterr().err
+    assert f"{last}: not a loadable checkpoint" in stderr and "the cell restarts" in stderr
+
+
+@pytest.mark.parametrize("text,problem", [
+    ('{"status": "ok", "metr', "unreadable"),
+    ("[1, 2]", "not a cell record (a JSON list)"),
+    ('{"version": 0, "status": "ok", "cell_id": "x", "config": {}}', "record version 0"),
+    ('{"version": 1, "status": "ok", "cell_id": "x", "profile": "smoke", '
+     '"config": {"row": "Standard", "column": "fast"}}', "ok record without 'metrics'"),
+])
+def test_unusable_records_are_named_set_aside_and_rerun(tmp_path, options, capsys, text,
+                                                        problem):
+    out, cell = str(tmp_path), _cell("fast")
+    path = cell_path(out, cell)
+    os.makedirs(osp.dirname(path))
+    with open(path, "w") as f:
+        f.write(text)
+    with pytest.raises(RecordError, match=problem) as info:
+        read_record(path)
+    assert path in str(info.value)
+    write_report(SPEC, out)  # the report names it and goes on
+    assert f"{path}: {problem}" in capsys.readouterr().err
+    assert problem in (tmp_path / "tiny" / "report.md").read_text()
+    records = run_table(SPEC, "smoke", columns=["fast"], out=out, options=options)
+    assert [r["status"] for r in records] == ["ok"]
+    (aside,) = glob.glob(f"{path}.unreadable-*")
+    assert open(aside).read() == text and f"moved to {aside}" in capsys.readouterr().err
+    report = (tmp_path / "tiny" / "report.md").read_text()
+    assert "1 finished cells" in report and f"{aside}: set aside" in report
+
+
+def test_report_command_goes_on_past_a_bad_record(tmp_path, capsys):
+    from mzattn.repro.cli import main as cli
+    bad = tmp_path / "table3" / "cells" / "x.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text('{"version": 1, "status": "ok", "con')
+    assert cli(["report", "--out", str(tmp_path)]) == 0
+    assert f"{bad}: unreadable" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- full disk
+def _full_disk(monkeypatch):
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(os, "fsync", no_space)
+
+
+def test_atomic_write_on_a_full_disk_leaves_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "a.json"
+    write_json_atomic({"x": 1}, str(path))
+    _full_disk(monkeypatch)
+    with pytest.raises(NoSpace, match=f"no space left on {tmp_path}"):
+        write_json_atomic({"x": 2}, str(path))
+    with pytest.raises(NoSpace):
+        atomic_write_text("text", str(tmp_path / "b.md"))
+    assert os.listdir(tmp_path) == ["a.json"] and json.loads(path.read_text()) == {"x": 1}
+
+
+def test_a_full_disk_stops_the_table_with_one_message(tmp_path, data_root, monkeypatch,
+                                                      capsys):
+    out = str(tmp_path / "out")
+    argv = ["--profile", "smoke", "--out", out, "--device", "cpu", "--no-progress",
+            "--data-root", data_root, "--columns", "fast,c3"]
+    with monkeypatch.context() as patch:
+        _full_disk(patch)
+        assert run_main(SPEC, argv) == faults.EXIT_NO_SPACE
+    stderr = capsys.readouterr().err
+    assert stderr.count("no space left on") == 1 and "Traceback" not in stderr
+    assert not glob.glob(osp.join(out, "**", ".tmp-*"), recursive=True)
+    assert not glob.glob(osp.join(out, "tiny", "cells", "*"))  # no failed record either
+    assert run_main(SPEC, argv) == 0  # space again: no manual cleanup
+    assert read_record(cell_path(out, _cell("c3")))["status"] == "ok"
+
+
+# --------------------------------------------------------- untrusted pickles
+def test_a_crafted_checkpoint_does_not_run_code(tmp_path):
+    path, marker = str(tmp_path / "evil.ckpt"), str(tmp_path / "ran")
+    _crafted_pickle(path, marker)
+    with pytest.raises(ValueError, match="not a loadable checkpoint"):
+        safe_load(path)
+    assert not osp.exists(marker)
+
+
+def test_a_crafted_last_checkpoint_is_set_aside_not_run(tmp_path, options):
+    out, cell, marker = str(tmp_path), _cell("fast"), str(tmp_path / "ran")
+    os.makedirs(checkpoint_dir(out, cell))
+    _crafted_pickle(osp.join(checkpoint_dir(out, cell), "last.ckpt"), marker)
+    record = run_cell(SPEC, cell, "smoke", out, options)
+    assert record["status"] == "ok" and not record["resumed"] and not osp.exists(marker)
+
+
+def test_load_cell_checkpoint_does_not_run_code(tmp_path):
+    from mzattn.repro.analysis.checkpoint import load_cell_checkpoint, load_checkpoint
+    record, path, marker = tmp_path / "cell.json", str(tmp_path / "c.ckpt"), tmp_path / "ran"
+    record.write_text(json.dumps({"config": {}}))
+    _crafted_pickle(path, str(marker))
+    with pytest.raises(ValueError, match="c.ckpt"):
+        load_cell_checkpoint(str(record), path)
+    with pytest.raises(ValueError, match="c.ckpt"):
+        load_checkpoint(path)
+    assert not marker.exists()
