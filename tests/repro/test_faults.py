@@ -28,6 +28,7 @@ from mzattn.repro.faults import NoSpace, atomic_write_text
 from mzattn.repro.report import write_report
 from mzattn.repro.runner import main as run_main
 from mzattn.repro.runner import run_table
+from mzattn.repro.spec import TableSpec
 
 SCRIPT = osp.join(osp.dirname(__file__), "faulty_table.py")
 _spec = importlib.util.spec_from_file_location("faulty_table", SCRIPT)
@@ -36,9 +37,9 @@ _spec.loader.exec_module(faulty_table)
 SPEC = faulty_table.spec()
 
 
-def _cell(column: str) -> Cell:
-    col = next(c for c in SPEC.columns if c.label == column)
-    return Cell("tiny", SPEC.rows[0], col, 0)
+def _cell(column: str, spec: TableSpec = SPEC) -> Cell:
+    col = next(c for c in spec.columns if c.label == column)
+    return Cell("tiny", spec.rows[0], col, 0)
 
 
 def _start(out: str, data_root: str, columns: str, **env: str) -> subprocess.Popen:
@@ -86,7 +87,8 @@ def test_a_signal_stops_cleanly_and_the_cell_resumes(tmp_path, data_root, option
     last = osp.join(checkpoint_dir(out, slow), "last.ckpt")
     done = safe_load(last)["epoch"] + 1  # epochs in the last checkpoint written
     assert done >= 1
-    record = run_cell(faulty_table.spec(done + 1), slow, "smoke", out, options)
+    capped = faulty_table.spec(done + 1)
+    record = run_cell(capped, _cell("slow", capped), "smoke", out, options)
     assert record["status"] == "ok" and record["resumed"] and record["epochs"] == done + 1
     assert [h["epoch"] for h in record["history"]] == list(range(1, done + 2))
 
