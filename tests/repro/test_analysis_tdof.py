@@ -7,7 +7,7 @@ from mzattn.repro.analysis.tdof import (
     perturbation_robustness,
     spearman,
 )
-from mzattn.repro.cells import write_json_atomic
+from mzattn.repro.cells import RECORD_VERSION, write_json_atomic
 from mzattn.repro.tables import load_spec
 
 
@@ -26,7 +26,8 @@ def test_eighteen_settings_name_real_table_columns():
 
 
 def _record(row, model, column, mse, seed=0):
-    return {"status": "ok", "config": {"row": row, "model": model, "column": column,
+    return {"version": RECORD_VERSION, "status": "ok", "profile": "quick",
+            "config": {"row": row, "model": model, "column": column,
                                        "seed": seed},
             "metrics": {"mse": mse}, "cell_id": f"{row}__{column}__s{seed}"}
 

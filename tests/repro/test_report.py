@@ -1,7 +1,7 @@
 import dataclasses
 
 import pytest
-from mzattn.repro.cells import Cell, cell_path, write_json_atomic
+from mzattn.repro.cells import RECORD_VERSION, Cell, cell_path, write_json_atomic
 from mzattn.repro.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED, compare, ratio, verdict
 from mzattn.repro.cli import main
 from mzattn.repro.report import write_report
@@ -14,7 +14,8 @@ def _write(out, row, column, seed, r2, mse=1.0, status="ok"):
     spec_row = next(r for r in SPEC.rows if r.label == row)
     spec_col = next(c for c in SPEC.columns if c.label == column)
     cell = Cell(SPEC.key, spec_row, spec_col, seed)
-    record = {"status": status, "profile": "quick", "cell_id": cell.cell_id,
+    record = {"version": RECORD_VERSION, "status": status, "profile": "quick",
+              "cell_id": cell.cell_id,
               "config": {"row": row, "column": column, "seed": seed},
               "metrics": {"r2": r2, "mse": mse}, "params": 1234, "wall_time_s": 60.0}
     if status != "ok":
