@@ -1,6 +1,7 @@
 r"""Runs a table (its grid of cells) and writes its report; the command-line
 options shared by every table script and :obj:`mzattn-repro TABLE`."""
 import argparse
+import contextlib
 import logging
 import sys
 import time
@@ -45,21 +46,18 @@ def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None 
     """
     cells = grid(spec, profile, models, columns, seeds)
     records = []
-    try:
-        for index, cell in enumerate(cells, 1):
-            start = time.perf_counter()
-            record = run_cell(spec, cell, profile, out, options)
-            records.append(record)
-            state = "skipped (finished)" if record.get("skipped") else \
-                "busy (another run holds its lock)" if record["status"] == "busy" \
-                else record["status"]
-            metrics = record.get("metrics", {})
-            shown = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
-            _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {state} {shown} "
-                 f"({time.perf_counter() - start:.0f} s)")
-    finally:  # a stopped run (faults.RunStopped) still reports what finished
-        if rank_zero_only.rank == 0:
-            _say(f"report: {write_report(spec, out)}")
+    for index, cell in enumerate(cells, 1):
+        start = time.perf_counter()
+        record = run_cell(spec, cell, profile, out, options)
+        records.append(record)
+        state = "skipped (finished)" if record.get("skipped") else \
+            "busy (another run holds its lock)" if record["status"] == "busy" else record["status"]
+        metrics = record.get("metrics", {})
+        shown = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
+        _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {state} {shown} "
+             f"({time.perf_counter() - start:.0f} s)")
+    if rank_zero_only.rank == 0:
+        _say(f"report: {write_report(spec, out)}")
     return records
 
 
@@ -137,9 +135,17 @@ def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
         records = run_table(spec, args.profile, args.models, args.columns, args.seeds,
                             args.out, options_from_args(args))
     except RunStopped as stop:  # SIGTERM / SIGINT (143 / 130) or a full disk
-        print(f"[mzattn-repro] {stop}", file=sys.stderr, flush=True)
-        return stop.exit_status
+        return _stopped(spec, args.out, stop)
     return int(any(r["status"] == "failed" for r in records))
+
+
+def _stopped(spec: TableSpec, out: str, stop: RunStopped) -> int:
+    # A stopped run still reports what finished, then says why it stopped, once.
+    if rank_zero_only.rank == 0:
+        with contextlib.suppress(RunStopped):  # the disk may still be full
+            _say(f"report: {write_report(spec, out)}")
+    print(f"[mzattn-repro] {stop}", file=sys.stderr, flush=True)
+    return stop.exit_status
 
 
 def main(spec: TableSpec, argv: list[str] | None = None, prog: str | None = None) -> int:
