@@ -11,7 +11,6 @@ import dataclasses
 import json
 import os
 import os.path as osp
-import re
 import shutil
 import sys
 import time
@@ -32,7 +31,7 @@ from .faults import Interrupted, atomic_write, is_no_space, no_space, set_aside,
 from .history import History
 from .lightning_module import SetModule, output_channels
 from .progress import EpochLogger, show_progress_bar
-from .spec import Column, Profile, Row, TableSpec
+from .spec import Column, Profile, Row, TableSpec, slug
 
 RECORD_VERSION = 1
 r"""Version of the cell JSON layout."""
@@ -52,7 +51,7 @@ class Cell:
     @property
     def cell_id(self) -> str:
         r"""File-system safe identifier, e.g. :obj:`MZAttn-Full__d_8__s0`."""
-        return f"{_slug(self.row.label)}__{_slug(self.column.label)}__s{self.seed}"
+        return f"{slug(self.row.label)}__{slug(self.column.label)}__s{self.seed}"
 
 
 @dataclass(frozen=True)
@@ -88,10 +87,6 @@ class RunOptions:
     progress: bool | None = None
     keep_checkpoints: bool = False
     data_root: str | None = None
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.+-]+", "_", text).strip("_")
 
 
 def table_dir(out: str, table: str) -> str:

@@ -4,6 +4,7 @@ columns (task settings), its run profiles and its headline claims.
 Every table script (:obj:`repro/tableNN_*.py`) builds one :class:`TableSpec`
 at the top of the file and calls :func:`mzattn.repro.runner.main` with it.
 """
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -183,6 +184,23 @@ class Claim:
     check: Callable[[Any], Verdict]
 
 
+def slug(label: str) -> str:
+    r"""The file-system safe form of a row or column label in cell ids:
+    every run of other characters than :obj:`A-Za-z0-9.+-` becomes one
+    :obj:`_` (so a slug never holds :obj:`__`, the separator of a cell id)."""
+    return re.sub(r"[^A-Za-z0-9.+-]+", "_", label).strip("_")
+
+
+def _check_slugs(key: str, kind: str, labels: list[str]) -> None:
+    # Distinct slugs keep cell ids injective: "A B" and "A/B" would share one.
+    seen: dict[str, str] = {}
+    for label in labels:
+        other = seen.setdefault(slug(label), label)
+        if other != label:
+            raise ValueError(f"'{kind}' of {key}: {other!r} and {label!r} give the same "
+                             f"cell id part {slug(label)!r}; rename one of them")
+
+
 @dataclass(frozen=True)
 class TableSpec:
     r"""One reproduced table: the grid rows × columns × seeds, the metrics
@@ -234,6 +252,7 @@ class TableSpec:
             if not labels or len(set(labels)) != len(labels):
                 raise ValueError(f"'{kind}' of {self.key} must be non-empty and unique "
                                  f"(got {labels})")
+            _check_slugs(self.key, kind, labels)
 
     def profile(self, name: str) -> Profile:
         r"""The :class:`Profile` called :obj:`name`."""

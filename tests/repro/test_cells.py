@@ -147,3 +147,13 @@ def test_seeded_cells_are_reproducible(tmp_path, options):
     a = run_cell(SPEC, _cell(), "smoke", str(tmp_path / "a"), det)
     b = run_cell(SPEC, _cell(), "smoke", str(tmp_path / "b"), det)
     assert a["metrics"] == pytest.approx(b["metrics"], rel=1e-6)
+
+
+@pytest.mark.parametrize("labels", [("A B", "A/B"), ("A B", "A_B"), ("x (y)", "x y")])
+def test_labels_whose_cell_ids_collide_are_refused(labels):
+    rows = tuple(Row(label, "standard") for label in labels)
+    with pytest.raises(ValueError, match="give the same cell id part 'A_B'|'x_y'"):
+        dataclasses.replace(SPEC, rows=rows)
+    columns = tuple(Column(label, "meb", {"d": 4}) for label in labels)
+    with pytest.raises(ValueError, match="rename one of them"):
+        dataclasses.replace(SPEC, columns=columns)
