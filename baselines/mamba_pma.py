@@ -1,11 +1,11 @@
 r"""The Mamba + PMA baseline (Table 3): an S6 encoder over the elements in
 their input order, then the Set Transformer's PMA pooling."""
 import torch
-from mambapy.mamba import Mamba, MambaConfig
 from torch import Tensor
 from torch.nn import Linear
 from torch_geometric.utils import to_dense_batch
 
+from mzattn.extras import require
 from mzlayers import PoolingHead
 from mzlayers._validate import resolve_layout
 
@@ -67,7 +67,8 @@ class MambaPMA(torch.nn.Module):
         self.channels = channels
         self.num_layers = num_layers
         self.lin_in = Linear(in_channels, channels)
-        self.mamba = Mamba(MambaConfig(d_model=channels, n_layers=num_layers))
+        mamba = require('mambapy.mamba', 'mamba', 'the mamba-pma baseline')
+        self.mamba = mamba.Mamba(mamba.MambaConfig(d_model=channels, n_layers=num_layers))
         self.head = PoolingHead(channels, out_channels, num_seed_points,
                                 num_decoder_blocks, heads=heads, ff_channels=ff_channels,
                                 dropout=dropout, backend=backend)
@@ -76,7 +77,7 @@ class MambaPMA(torch.nn.Module):
     def reset_parameters(self):
         self.lin_in.reset_parameters()
         # mambapy initialises in its constructors only: copy a fresh draw.
-        fresh = Mamba(self.mamba.config).to(self.lin_in.weight.device)
+        fresh = type(self.mamba)(self.mamba.config).to(self.lin_in.weight.device)
         self.mamba.load_state_dict(fresh.state_dict())
         self.head.reset_parameters()
 
