@@ -7,7 +7,7 @@ from torch_geometric.utils import to_dense_batch
 
 from mzattn.extras import require
 from mzlayers import PoolingHead
-from mzlayers._validate import resolve_layout
+from mzlayers._validate import parameter_dtype, resolve_layout
 
 
 class MambaPMA(torch.nn.Module):
@@ -83,12 +83,17 @@ class MambaPMA(torch.nn.Module):
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels)
+        layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                                dtype=parameter_dtype(self))
         h = self.lin_in(x)
         if layout.num_elements:  # mambapy cannot scan zero-length sequences
-            dense, mask = to_dense_batch(h, layout.batch,
-                                         batch_size=layout.num_sets)  # [B, n_max, d]
-            h = self.mamba(dense)[mask]  # [N, d], input order kept
+            width = max(layout.counts)  # host sizes: no device sync
+            dense, _ = to_dense_batch(h, layout.batch, batch_size=layout.num_sets,
+                                      max_num_nodes=width)  # [B, n_max, d]
+            local = torch.arange(layout.num_elements, device=h.device) - \
+                layout.ptr.index_select(0, layout.batch)
+            rows = layout.batch * width + local  # the real rows, input order kept
+            h = self.mamba(dense).flatten(0, 1).index_select(0, rows)  # [N, d]
         return self.head(h, layout)
 
     def __repr__(self) -> str:

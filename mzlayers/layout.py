@@ -137,13 +137,26 @@ class SetLayout:
 
     @classmethod
     def from_batch(cls, batch: Tensor | None, num_elements: int,
-                   num_sets: int, device: torch.device) -> 'SetLayout':
-        r"""Builds the layout of a validated PyG :obj:`batch` vector."""
+                   num_sets: int | None = None,
+                   device: torch.device | None = None) -> 'SetLayout':
+        r"""Builds the layout of a PyG :obj:`batch` vector, checking it
+        (sorted, non-negative, below :obj:`num_sets`) with one host read:
+        an unsorted :obj:`batch` would silently give wrong attention.
+
+        Args:
+            batch (torch.Tensor, optional): Set index of every element
+                (:obj:`None`: one set).
+            num_elements (int): :math:`N`.
+            num_sets (int, optional): The number of sets :math:`B`
+                (:obj:`None`: the largest index plus one).
+            device (torch.device, optional): The device when :obj:`batch`
+                is :obj:`None`.
+        """
+        from mzlayers._validate import count_sets
+        num_sets, counts = count_sets(batch, num_elements, num_sets)
         if batch is None:
             batch = torch.zeros(num_elements, dtype=torch.long, device=device)
-        counts = torch.bincount(batch, minlength=num_sets) if num_elements else \
-            torch.zeros(num_sets, dtype=torch.long, device=device)
-        return cls(batch.long(), num_sets, counts.tolist())
+        return cls(batch.long(), num_sets, counts)
 
     @classmethod
     def uniform(cls, num_sets: int, size: int, device: torch.device) -> 'SetLayout':
@@ -342,14 +355,14 @@ class SetLayout:
 
     def _bucket(self, ids: list[int], queries, single: bool) -> Bucket:
         set_ids = torch.tensor(ids, dtype=torch.long, device=self.device)
-        key_index, key_pos, key_width = _padding_index(self, set_ids, single)
+        key_index, key_pos, key_width = _padding_index(self, set_ids, ids, single)
         mask = torch.zeros(len(ids) * key_width, dtype=torch.bool, device=self.device)
         mask[slice(None) if key_pos is None else key_pos] = True
         bucket = Bucket(set_ids, key_index, key_pos, key_width,
                         mask.view(len(ids), key_width))
         if queries is not None:
             bucket.query_index, bucket.query_pos, bucket.query_width = \
-                _padding_index(queries, set_ids, single)
+                _padding_index(queries, set_ids, ids, single)
         return bucket
 
 
@@ -414,16 +427,18 @@ def _size_groups(counts: list[int], ids: list[int], max_padding: float | None
     return groups
 
 
-def _padding_index(layout: SetLayout, set_ids: Tensor, single: bool
+def _padding_index(layout: SetLayout, set_ids: Tensor, ids: list[int], single: bool
                    ) -> tuple[Tensor | None, Tensor | None, int]:
     r"""Element indices of :obj:`set_ids` (:obj:`None` when the bucket is
     the whole batch in order) and their flat positions in a
     :obj:`[len(set_ids), width]` buffer (:obj:`None` when every set of the
     bucket has :obj:`width` elements: no padding)."""
     counts = layout.count_tensor[set_ids]
-    width = max(1, max(layout.counts[i] for i in set_ids.tolist()) if len(set_ids) else 1)
-    local = torch.arange(len(set_ids), device=layout.device).repeat_interleave(counts)
-    starts = (counts.cumsum(0) - counts).repeat_interleave(counts)
+    width = max(1, max(layout.counts[i] for i in ids) if ids else 1)
+    total = sum(layout.counts[i] for i in ids)  # host sizes: no device sync below
+    local = torch.arange(len(set_ids), device=layout.device).repeat_interleave(
+        counts, output_size=total)
+    starts = (counts.cumsum(0) - counts).repeat_interleave(counts, output_size=total)
     offset = torch.arange(local.numel(), device=layout.device) - starts
     index = None if single else layout.ptr[set_ids][local] + offset
     if local.numel() == len(set_ids) * width:  # every set full: no padding
