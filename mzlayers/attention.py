@@ -142,6 +142,7 @@ def _auto_segment(q: Tensor, key_layout: SetLayout, query_layout: SetLayout | No
     return key_layout.equal_sizes and not query_layout.equal_sizes
 
 
+@torch._dynamo.disable(recursive=True)
 def _segment(q, k, v, key_layout, query_layout, dropout) -> Tensor:
     plan = key_layout.segment_runs(query_layout, SEGMENT_FUSED_MIN_PAIRS, q.size(0))
     if not any(run.fused for run in plan.runs):  # one run of small sets (or none)
