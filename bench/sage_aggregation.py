@@ -7,8 +7,8 @@ also in the paper's configuration (:meth:`MZSetTransformerAggregation.paper`).
 
 .. code-block:: text
 
-    python -m mzattn.bench.sage_aggregation [--nodes 2000] [--degree 8]
-                                            [--repeats 10] [--out bench/results/sage_aggregation.json]
+    python -m mzattn.bench.sage_aggregation [--nodes 2000] [--degree 8] [--repeats 10]
+                                            [--out bench/results/sage_aggregation.json]
 
 Times one training step and one inference call (CPU, interleaved), and
 records the peak in-degree (PyG pads every neighbourhood to it).
