@@ -218,15 +218,15 @@ class MZSetTransformerAggregation(Aggregation):
     ) -> Tensor | Zonotope:
         k, B = self.num_seed_points, layout.num_sets
         z = self.encoder(x, layout)  # [B * k, d], [B * k, n_g, d]
-        center = z.center.view(B, k, -1)
+        center = z.center.view(B, k, self.channels)
         center = center.flatten(1) if self.concat else center.mean(dim=1)
         if not isinstance(x, Zonotope):
             return center
-        G = z.generators.view(B, k, self.num_generators, -1)  # [B, k, n_g, d]
+        G = z.generators.view(B, k, self.num_generators, self.channels)  # [B, k, n_g, d]
         if not self.concat:  # Minkowski mean of the k seeds: all generators / k
             return Zonotope(center, G.flatten(1, 2) / k)
         eye = torch.eye(k, dtype=G.dtype, device=G.device)  # block-diagonal product
-        G = torch.einsum('bkgd,kl->bkgld', G, eye).reshape(B, k * self.num_generators, -1)
+        G = torch.einsum('bkgd,kl->bkgld', G, eye).reshape(B, k * self.num_generators, k * self.channels)
         return Zonotope(center, G)
 
     def __repr__(self) -> str:

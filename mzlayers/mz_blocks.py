@@ -40,9 +40,12 @@ class ZonotopeLayerNorm(LayerNorm):
 
     def forward(self, z: Zonotope) -> Zonotope:
         c, G = z.center, z.generators
-        centred = c - c.mean(-1, keepdim=True)
+        # The statistics in float32 at least: in float16 the variance of
+        # centre entries above ~256 overflows and would zero the generators.
+        c32 = c.float() if torch.finfo(c.dtype).bits < 32 else c
+        centred = c32 - c32.mean(-1, keepdim=True)
         std = (centred.square().mean(-1, keepdim=True) + self.eps).sqrt()
-        scale = (self.weight / std).unsqueeze(-2)  # [*, 1, d]
+        scale = (self.weight / std).unsqueeze(-2).to(G.dtype)  # [*, 1, d]
         return Zonotope(super().forward(c), (G - G.mean(-1, keepdim=True)) * scale)
 
 

@@ -200,9 +200,10 @@ class MZSetTransformer(torch.nn.Module):
                                 dtype=parameter_dtype(self))
         z = self.encoder(x, layout)
         B = layout.num_sets
-        ihw = z.ihw().view(B, -1)
-        extra = ihw if self.readout == 'ihw' else z.signed().view(B, -1)
-        return self.head(torch.cat([z.center.view(B, -1), extra], dim=-1)), ihw
+        width = self.encoder.num_seed_points * self.channels  # [B * k, d] -> [B, k * d]
+        ihw = z.ihw().view(B, width)
+        extra = ihw if self.readout == 'ihw' else z.signed().view(B, width)
+        return self.head(torch.cat([z.center.view(B, width), extra], dim=-1)), ihw
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.in_channels}, {self.out_channels}, '

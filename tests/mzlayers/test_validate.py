@@ -80,3 +80,24 @@ def test_set_layout_from_batch_checks_the_batch():
         SetLayout.from_batch(BATCH.flip(0), 9)
     with pytest.raises(ValueError, match='negative'):
         SetLayout.from_batch(BATCH - 1, 9)
+
+
+@pytest.mark.parametrize('name', list_models())
+def test_no_element_at_all(name):
+    model = build_model(name, 3, 2).eval()
+    x, batch = torch.randn(0, 3), torch.zeros(0, dtype=torch.long)
+    for dim_size, sets in ((None, 0), (3, 3)):
+        out = model(x, batch, dim_size)
+        out = out[0] if isinstance(out, tuple) else out
+        assert out.shape == (sets, 2), (name, dim_size)
+
+
+def test_zonotope_layer_norm_in_float16_keeps_large_centres_generators():
+    from mzlayers import Zonotope, ZonotopeLayerNorm
+    norm = ZonotopeLayerNorm(8)
+    g = torch.Generator().manual_seed(0)
+    z = Zonotope(300 * torch.randn(4, 8, generator=g), torch.randn(4, 2, 8, generator=g))
+    ref = norm(z)  # float32
+    out = norm.half()(Zonotope(z.center.half(), z.generators.half()))
+    assert out.generators.abs().sum() > 0
+    torch.testing.assert_close(out.generators.float(), ref.generators, atol=2e-3, rtol=2e-2)
