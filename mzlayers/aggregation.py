@@ -226,7 +226,8 @@ class MZSetTransformerAggregation(Aggregation):
         if not self.concat:  # Minkowski mean of the k seeds: all generators / k
             return Zonotope(center, G.flatten(1, 2) / k)
         eye = torch.eye(k, dtype=G.dtype, device=G.device)  # block-diagonal product
-        G = torch.einsum('bkgd,kl->bkgld', G, eye).reshape(B, k * self.num_generators, k * self.channels)
+        G = torch.einsum('bkgd,kl->bkgld', G, eye)  # [B, k, n_g, k, d]
+        G = G.reshape(B, k * self.num_generators, k * self.channels)
         return Zonotope(center, G)
 
     def __repr__(self) -> str:
