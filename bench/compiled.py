@@ -13,14 +13,12 @@ Compile time is reported separately (first call, forward and backward).
 """
 import argparse
 import json
-import os
-import platform
 import time
 
 import torch
 from mzattn.baselines import build_model
 
-from .measure import Timing, time_interleaved, train_step
+from .measure import Timing, environment, keep_freed_memory, time_interleaved, train_step
 from .report import write_text_atomic
 
 #: Registry models measured by default (one per kernel family).
@@ -75,14 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--repeats', type=int, default=10)
     parser.add_argument('--out', default='bench/results/compiled.json')
     args = parser.parse_args(argv)
+    keep_freed_memory()  # as mzattn-repro bench does
     rows = {}
     for name in args.models.split(','):
         rows[name] = measure_model(name, args.sets, args.repeats)
         print(name, json.dumps({k: round(v, 4) for k, v in rows[name].items()}), flush=True)
     result = {'suite': 'compiled', 'device': 'cpu', 'sets': args.sets,
-              'threads': torch.get_num_threads(), 'torch': torch.__version__,
-              'machine': platform.processor() or platform.machine(),
-              'cpus': os.cpu_count(), 'rows': rows}
+              'environment': environment(torch.device('cpu')), 'rows': rows}
     write_text_atomic(args.out, json.dumps(result, indent=1) + '\n')
     return 0
 

@@ -15,8 +15,6 @@ records the peak in-degree (PyG pads every neighbourhood to it).
 """
 import argparse
 import json
-import os
-import platform
 
 import torch
 from torch_geometric.nn import SAGEConv
@@ -25,7 +23,7 @@ from torch_geometric.utils import degree, sort_edge_index
 
 from mzlayers import MZSetTransformerAggregation
 
-from .measure import inference_step, time_interleaved, train_step
+from .measure import environment, inference_step, keep_freed_memory, time_interleaved, train_step
 from .report import write_text_atomic
 
 CHANNELS = 32
@@ -61,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--repeats', type=int, default=10)
     parser.add_argument('--out', default='bench/results/sage_aggregation.json')
     args = parser.parse_args(argv)
+    keep_freed_memory()  # as mzattn-repro bench does
     x, edge_index = graph(args.nodes, args.degree)
     deg = degree(edge_index[1], args.nodes)
     models = convs()
@@ -75,9 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {'suite': 'sage_aggregation', 'device': 'cpu', 'nodes': args.nodes,
               'edges': edge_index.size(1), 'max_in_degree': int(deg.max()),
               'mean_in_degree': float(deg.mean()), 'channels': CHANNELS,
-              'threads': torch.get_num_threads(), 'torch': torch.__version__,
-              'machine': platform.processor() or platform.machine(),
-              'cpus': os.cpu_count(), 'rows': rows}
+              'environment': environment(torch.device('cpu')), 'rows': rows}
     write_text_atomic(args.out, json.dumps(result, indent=1) + '\n')
     return 0
 

@@ -30,8 +30,9 @@ class MZSetTransformerEncoder(torch.nn.Module):
             generators. (default: :obj:`True`)
 
     Other arguments as in :class:`MZSetTransformer` (without the head and
-    readout); :obj:`num_induced_points=None` gives MZ-SAB encoder blocks
-    (quadratic in the set size, as in PyG's
+    readout; keyword-only after :obj:`channels`).
+    :obj:`num_induced_points=None` gives MZ-SAB encoder blocks (quadratic in
+    the set size, as in PyG's
     :class:`~torch_geometric.nn.aggr.SetTransformerAggregation`) instead of
     MZ-ISAB.
 
@@ -44,6 +45,7 @@ class MZSetTransformerEncoder(torch.nn.Module):
         self,
         in_channels: int,
         channels: int = 64,
+        *,
         heads: int = 4,
         num_generators: int = 8,
         num_matrix_generators: int = 4,
@@ -182,10 +184,13 @@ class MZSetTransformer(torch.nn.Module):
         self.num_matrix_generators = num_matrix_generators
         self.readout = readout
         self.encoder = MZSetTransformerEncoder(
-            in_channels, channels, heads, num_generators, num_matrix_generators,
-            ff_channels, generator_ff_channels, num_induced_points,
-            num_encoder_blocks, num_seed_points, num_decoder_blocks, layer_norm,
-            dropout, summary, backend, checkpoint_rows)
+            in_channels, channels=channels, heads=heads, num_generators=num_generators,
+            num_matrix_generators=num_matrix_generators, ff_channels=ff_channels,
+            generator_ff_channels=generator_ff_channels,
+            num_induced_points=num_induced_points, num_encoder_blocks=num_encoder_blocks,
+            num_seed_points=num_seed_points, num_decoder_blocks=num_decoder_blocks,
+            layer_norm=layer_norm, dropout=dropout, summary=summary, backend=backend,
+            checkpoint_rows=checkpoint_rows)
         self.head = MLP([2 * num_seed_points * channels, channels, out_channels],
                         norm=None)
         self.reset_parameters()

@@ -13,10 +13,10 @@ BATCH = torch.tensor([0, 0, 0, 1, 1, 1, 1, 1, 3, 3, 3, 3])  # set 2 is empty
 FAST = ('standard', 'mz-slim')
 
 
-def _loss_and_grads(model, x, batch):
-    out = model(x, batch, 4)
-    out = out[0] if isinstance(out, tuple) else out
+def _loss_and_grads(call, model, x, batch):
     model.zero_grad()
+    out = call(x, batch, 4)
+    out = out[0] if isinstance(out, tuple) else out
     out.square().sum().backward()
     return out.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
                           if p.grad is not None}
@@ -26,10 +26,11 @@ def check_compiled_matches_eager(name: str):
     torch._dynamo.reset()
     torch.manual_seed(0)
     model = build_model(name, 3, 2).eval()  # eval: no dropout draws to match
-    compiled = torch.compile(copy.deepcopy(model))
+    twin = copy.deepcopy(model)
+    compiled = torch.compile(twin)
     for x, batch in ((X, BATCH), (X[:8], BATCH[:8])):  # a second, different batch
-        out, grads = _loss_and_grads(model, x, batch)
-        out_c, grads_c = _loss_and_grads(compiled, x, batch)
+        out, grads = _loss_and_grads(model, model, x, batch)
+        out_c, grads_c = _loss_and_grads(compiled, twin, x, batch)
         torch.testing.assert_close(out_c, out, atol=1e-5, rtol=1e-4)
         assert grads_c.keys() == grads.keys()
         for key in grads:
