@@ -1,5 +1,6 @@
 # mzattn — fresh-clone entry points.  `make demo` and `make test` set up .venv
-# themselves; everything else assumes it exists.
+# themselves; everything else assumes it exists.  `make setup` installs every
+# extra (all) and the dev tools; `pip install mzattn` alone is the light core.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -10,7 +11,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[all,dev]'
 	touch $(STAMP)
 
 setup: $(STAMP)

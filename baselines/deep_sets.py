@@ -3,7 +3,7 @@ import torch
 from torch import Tensor
 from torch_geometric.nn import MLP
 
-from mzlayers._validate import check_choice, resolve_layout
+from mzlayers._validate import check_choice, parameter_dtype, resolve_layout
 
 AGGREGATIONS = ('sum', 'mean')
 
@@ -66,7 +66,8 @@ class DeepSets(torch.nn.Module):
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels)
+        layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                                dtype=parameter_dtype(self))
         h = self.phi(x)
         pooled = layout.sum(h) if self.aggr == 'sum' else layout.mean(h)
         return self.rho(pooled)

@@ -7,9 +7,9 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import Linear, ModuleList, Parameter
 from torch_geometric.nn import MessagePassing
-from torch_geometric.utils import degree, remove_self_loops
+from torch_geometric.utils import degree
 
-from mzlayers._validate import resolve_layout
+from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.layout import SetLayout
 
 #: Xavier gain of :math:`\phi_x`, as in the official EGNN code: coordinate
@@ -21,13 +21,17 @@ COORD_INIT_GAIN = 1e-3
 def fully_connected_edges(layout: SetLayout) -> Tensor:
     r"""Edges :obj:`[2, E]` between every ordered pair of distinct elements of
     the same set (no self loops), built from the sorted :obj:`batch`."""
-    counts = layout.count_tensor[layout.batch]  # [N]: size of each node's set
-    dst = torch.arange(layout.num_elements, device=layout.device)
-    dst = dst.repeat_interleave(counts)
-    first = (counts.cumsum(0) - counts).repeat_interleave(counts)
-    src = layout.ptr[layout.batch[dst]] + torch.arange(dst.numel(), device=dst.device) - first
-    edge_index, _ = remove_self_loops(torch.stack([src, dst]))
-    return edge_index
+    N, device = layout.num_elements, layout.device
+    degree = layout.count_tensor[layout.batch] - 1  # [N]: the other elements of its set
+    E = sum(n * (n - 1) for n in layout.counts)  # host sizes: no device sync
+    nodes = torch.arange(N, device=device)
+    dst = nodes.repeat_interleave(degree, output_size=E)
+    first = (degree.cumsum(0) - degree).repeat_interleave(degree, output_size=E)
+    t = torch.arange(E, device=device) - first  # the t-th other element of dst's set
+    start = layout.ptr.index_select(0, layout.batch)  # [N]: first element of its set
+    pos = (nodes - start).index_select(0, dst)  # dst's own position, skipped
+    src = start.index_select(0, dst) + t + (t >= pos).long()
+    return torch.stack([src, dst])
 
 
 class EGNNConv(MessagePassing):
@@ -184,7 +188,8 @@ class EGNN(torch.nn.Module):
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels)
+        layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                                dtype=parameter_dtype(self))
         edge_index = fully_connected_edges(layout)
         h, pos = self.embed(x)
         for conv in self.convs:

@@ -1,13 +1,13 @@
 r"""The Mamba + PMA baseline (Table 3): an S6 encoder over the elements in
 their input order, then the Set Transformer's PMA pooling."""
 import torch
-from mambapy.mamba import Mamba, MambaConfig
 from torch import Tensor
 from torch.nn import Linear
 from torch_geometric.utils import to_dense_batch
 
+from mzattn.extras import require
 from mzlayers import PoolingHead
-from mzlayers._validate import resolve_layout
+from mzlayers._validate import parameter_dtype, resolve_layout
 
 
 class MambaPMA(torch.nn.Module):
@@ -67,7 +67,8 @@ class MambaPMA(torch.nn.Module):
         self.channels = channels
         self.num_layers = num_layers
         self.lin_in = Linear(in_channels, channels)
-        self.mamba = Mamba(MambaConfig(d_model=channels, n_layers=num_layers))
+        mamba = require('mambapy.mamba', 'mamba', 'the mamba-pma baseline')
+        self.mamba = mamba.Mamba(mamba.MambaConfig(d_model=channels, n_layers=num_layers))
         self.head = PoolingHead(channels, out_channels, num_seed_points,
                                 num_decoder_blocks, heads=heads, ff_channels=ff_channels,
                                 dropout=dropout, backend=backend)
@@ -76,18 +77,23 @@ class MambaPMA(torch.nn.Module):
     def reset_parameters(self):
         self.lin_in.reset_parameters()
         # mambapy initialises in its constructors only: copy a fresh draw.
-        fresh = Mamba(self.mamba.config).to(self.lin_in.weight.device)
+        fresh = type(self.mamba)(self.mamba.config).to(self.lin_in.weight.device)
         self.mamba.load_state_dict(fresh.state_dict())
         self.head.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels)
+        layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                                dtype=parameter_dtype(self))
         h = self.lin_in(x)
         if layout.num_elements:  # mambapy cannot scan zero-length sequences
-            dense, mask = to_dense_batch(h, layout.batch,
-                                         batch_size=layout.num_sets)  # [B, n_max, d]
-            h = self.mamba(dense)[mask]  # [N, d], input order kept
+            width = max(layout.counts)  # host sizes: no device sync
+            dense, _ = to_dense_batch(h, layout.batch, batch_size=layout.num_sets,
+                                      max_num_nodes=width)  # [B, n_max, d]
+            local = torch.arange(layout.num_elements, device=h.device) - \
+                layout.ptr.index_select(0, layout.batch)
+            rows = layout.batch * width + local  # the real rows, input order kept
+            h = self.mamba(dense).flatten(0, 1).index_select(0, rows)  # [N, d]
         return self.head(h, layout)
 
     def __repr__(self) -> str:

@@ -4,7 +4,7 @@ from torch import Tensor
 from torch.nn import Linear, ModuleList, Parameter
 
 from mzlayers import MAB, SAB, PoolingHead
-from mzlayers._validate import resolve_layout
+from mzlayers._validate import parameter_dtype, resolve_layout
 
 
 class Perceiver(torch.nn.Module):
@@ -85,7 +85,8 @@ class Perceiver(torch.nn.Module):
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels)
+        layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                                dtype=parameter_dtype(self))
         latent_layout = layout.pooled(self.num_latents)
         h = self.lin_in(x)
         z = self.latents  # [m, d], shared by all sets before the first block

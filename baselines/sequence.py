@@ -6,7 +6,7 @@ from torch.nn import Embedding, Linear, ModuleList
 from torch_geometric.nn import MLP
 
 from mzlayers import MZSAB, SAB, Zonotope, ZonotopeEmbedding
-from mzlayers._validate import resolve_layout
+from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.layout import SetLayout
 
 
@@ -96,7 +96,8 @@ class SequenceTransformer(torch.nn.Module):
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels)
+        layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                                dtype=parameter_dtype(self))
         h = self.lin_in(x) + self.position(layout)
         for layer in self.layers:
             h = layer(h, layout=layout)
@@ -181,7 +182,8 @@ class MZSequenceTransformer(torch.nn.Module):
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None) -> tuple[Tensor, Tensor]:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels)
+        layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                                dtype=parameter_dtype(self))
         z = self.embedding(x)
         z = Zonotope(z.center + self.position(layout), z.generators)
         for layer in self.layers:

@@ -6,7 +6,7 @@ from torch_geometric.nn import MLP
 from torch_geometric.utils import scatter
 
 from mzlayers import FeedForward
-from mzlayers._validate import resolve_layout
+from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.layout import SetLayout
 
 #: Added to the attention weights before the per-slot normalisation over the
@@ -97,7 +97,8 @@ class SlotAttention(torch.nn.Module):
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels)
+        layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                                dtype=parameter_dtype(self))
         h = self.norm_in(self.lin_in(x).relu())
         k, v = self.lin_k(h), self.lin_v(h)
         B, K, d = layout.num_sets, self.num_slots, self.channels

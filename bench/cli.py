@@ -10,13 +10,13 @@ r"""The :obj:`mzattn-repro bench` and :obj:`mzattn-repro table30` commands.
 import argparse
 import json
 import os
-import platform
 from functools import partial
 
 import torch
 
 from . import overhead, scaling, self_attention, set_pooling
 from .measure import (
+    environment,
     inference_step,
     keep_freed_memory,
     peak_memory_cuda,
@@ -140,17 +140,9 @@ RUNNERS = {'set_pooling': partial(run_workloads, set_pooling),
            'scaling': run_scaling, 'epoch': run_epoch}
 
 
-def _environment(device: torch.device) -> dict:
-    return {'device': str(device), 'torch': torch.__version__,
-            'threads': torch.get_num_threads(), 'cpu': platform.processor() or
-            platform.machine(), 'gpu': torch.cuda.get_device_name(device)
-            if device.type == 'cuda' else None,
-            'cpu_allocator': 'glibc heap, freed memory kept (keep_freed_memory)'}
-
-
 def _run_suite(suite: str, args, device: torch.device, scale: float) -> dict:
     kwargs = {'models': args.models.split(',')} if suite == 'epoch' and args.models else {}
-    return {'environment': _environment(device), 'size': args.size,
+    return {'environment': environment(device), 'size': args.size,
             'results': RUNNERS[suite](device, scale, args.repeats, not args.no_memory,
                                       **kwargs)}
 
@@ -206,7 +198,7 @@ def table30_cli(argv: list[str]) -> int:
     scale, repeats = {'smoke': (0.1, 2), 'quick': (1.0, 10), 'full': (1.0, 30)}[args.profile]
     device = torch.device(args.device)
     keep_freed_memory()
-    result = {'environment': _environment(device), 'profile': args.profile,
+    result = {'environment': environment(device), 'profile': args.profile,
               'results': run_table30(device, scale, repeats, args.profile != 'smoke')}
     folder = os.path.join(args.out, 'table30')
     os.makedirs(folder, exist_ok=True)

@@ -1,5 +1,6 @@
 r"""Timing and peak-memory primitives shared by the benchmark suites."""
 import json
+import platform
 import statistics
 import subprocess
 import sys
@@ -43,6 +44,15 @@ def keep_freed_memory() -> None:
     m_trim_threshold, m_mmap_max = -1, -4
     mallopt(m_mmap_max, 0)
     mallopt(m_trim_threshold, 2**31 - 1)
+
+
+def environment(device: torch.device) -> dict:
+    r"""The machine a measurement ran on, stored beside its numbers."""
+    return {'device': str(device), 'torch': torch.__version__,
+            'threads': torch.get_num_threads(), 'cpu': platform.processor() or
+            platform.machine(), 'gpu': torch.cuda.get_device_name(device)
+            if device.type == 'cuda' else None,
+            'cpu_allocator': 'glibc heap, freed memory kept (keep_freed_memory)'}
 
 
 def synchronize(device: torch.device) -> None:

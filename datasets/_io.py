@@ -17,6 +17,8 @@ from torch import Tensor
 from torch_geometric.data import Data, InMemoryDataset
 from torch_geometric.transforms import BaseTransform
 
+from mzattn.extras import require
+
 log = logging.getLogger(__name__)
 
 # ---------------------------------------------------------------- file writes
@@ -268,7 +270,7 @@ def read_h5_clouds(paths: Sequence[str], num_classes: int) -> tuple[np.ndarray, 
     ``modelnet40_ply_hdf5_2048``, ScanObjectNN's ``h5_files``), checks that
     labels lie in ``[0, num_classes)`` and concatenates them over
     :obj:`paths`."""
-    import h5py
+    h5py = require('h5py', 'data')
 
     points, labels = [], []
     for path in paths:
@@ -318,7 +320,7 @@ DIGITS_NUM_TRAIN = 1437
 
 def _digits_images(train: bool) -> tuple[np.ndarray, np.ndarray]:
     # scikit-learn's bundled 8x8 digits, intensities 0-16 rescaled to 0-255.
-    from sklearn.datasets import load_digits
+    load_digits = require('sklearn.datasets', 'data').load_digits
 
     digits = load_digits()
     images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)
@@ -342,7 +344,7 @@ def load_images(name: str, root: str, train: bool) -> tuple[np.ndarray, np.ndarr
     if name not in IMAGE_SOURCES:
         raise ValueError(f"image source must be one of {['digits', *sorted(IMAGE_SOURCES)]}, "
                          f"got {name!r}")
-    import torchvision
+    torchvision = require('torchvision', 'data')
 
     cls_name, folder, url = IMAGE_SOURCES[name]
     try:

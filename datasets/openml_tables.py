@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mzattn.extras import require
+
 from ._io import missing_files_error
 
 NUM_FEATURES = 8
@@ -127,7 +129,7 @@ def load_table(name: str, raw_dir: str) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"'name' must be one of {sorted(TABLE_SOURCES)} (got {name!r})")
     source = TABLE_SOURCES[name]
     if source.openml_id is None:
-        from sklearn.datasets import load_diabetes
+        load_diabetes = require('sklearn.datasets', 'data').load_diabetes
 
         features, target = load_diabetes(return_X_y=True, scaled=False)
     else:

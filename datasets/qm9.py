@@ -14,6 +14,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
+from mzattn.extras import require
+
 from ._io import SummarizedDataset, index_hash, missing_files_error
 
 # ------------------------------------------------------------------ units
@@ -105,8 +107,8 @@ def molecule_from_xyz(elements: Sequence[str], xyz: Sequence[Sequence[float]]):
     Strained ring systems where the covalent-radius connectivity fails are
     retried with extended-Hückel connectivity. Returns ``(mol, used_hueckel)``;
     raises :class:`MoleculeFailure` when neither works."""
-    from rdkit import Chem
-    from rdkit.Chem import rdDetermineBonds
+    Chem = require('rdkit.Chem', 'data')
+    rdDetermineBonds = require('rdkit.Chem.rdDetermineBonds', 'data')
 
     lines = [f"{e} {x:.10f} {y:.10f} {z:.10f}" for e, (x, y, z) in zip(elements, xyz, strict=True)]
     block = f"{len(lines)}\n\n" + "\n".join(lines) + "\n"
@@ -131,7 +133,7 @@ def atom_features(mol) -> tuple[Tensor, Tensor, Tensor]:
     Returns ``x [n, 9]`` (float32), ``pos [n, 3]`` and ``z [n]`` (atomic
     numbers); raises :class:`MoleculeFailure` for other elements or
     non-finite charges."""
-    from rdkit.Chem import rdPartialCharges
+    rdPartialCharges = require('rdkit.Chem.rdPartialCharges', 'data')
 
     try:
         rdPartialCharges.ComputeGasteigerCharges(mol)
@@ -155,7 +157,7 @@ def atom_features(mol) -> tuple[Tensor, Tensor, Tensor]:
 def canonical_skeleton(mol) -> str:
     r"""Canonical SMILES without hydrogens and stereo, to compare bond
     topologies."""
-    from rdkit import Chem
+    Chem = require('rdkit.Chem', 'data')
 
     return Chem.MolToSmiles(Chem.RemoveAllHs(mol), isomericSmiles=False)
 
@@ -380,7 +382,7 @@ class QM9(SummarizedDataset):
         return y[:, [TARGET_NAMES.index(t) for t in self.targets]].float()
 
     def process(self) -> None:
-        from rdkit import RDLogger
+        RDLogger = require('rdkit.RDLogger', 'data')
 
         RDLogger.DisableLog("rdApp.*")
         start = time.perf_counter()
@@ -401,7 +403,7 @@ class QM9(SummarizedDataset):
         return Data(x=x, pos=pos, z=z, y=y, idx=record.index, smiles=record.smiles)
 
     def _process_qm9pack(self) -> tuple[list[Data], dict]:
-        from rdkit import Chem
+        Chem = require('rdkit.Chem', 'data')
 
         data_list, failures, hueckel, mismatches = [], [], [], []
         records = itertools.islice(read_qm9pack(self.raw_paths), self.num_molecules)
@@ -430,7 +432,7 @@ class QM9(SummarizedDataset):
         return data_list, info
 
     def _process_sdf(self) -> tuple[list[Data], dict]:
-        from rdkit import Chem
+        Chem = require('rdkit.Chem', 'data')
 
         sdf_path, csv_path = self.raw_paths
         targets = _read_sdf_targets(csv_path)

@@ -10,6 +10,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.data import Data
 
+from mzattn.extras import require
+
 from ._io import (
     IMAGE_SOURCES,
     SummarizedDataset,
@@ -39,7 +41,7 @@ def weights_path(backbone: str) -> tuple[str, str]:
     r"""The expected path of the ImageNet checkpoint of :obj:`backbone` in the
     local torch hub cache (``torch.hub.get_dir()/checkpoints``) and its
     download URL."""
-    import torchvision
+    torchvision = require('torchvision', 'data')
 
     if backbone not in BACKBONES:
         raise ValueError(f"backbone must be one of {sorted(BACKBONES)}, got {backbone!r}")
@@ -51,7 +53,7 @@ def weights_path(backbone: str) -> tuple[str, str]:
 def load_backbone(backbone: str) -> nn.Module:
     r"""The ImageNet-pretrained torchvision :obj:`backbone` in eval mode, read
     from the local torch hub cache only (never downloaded)."""
-    import torchvision
+    torchvision = require('torchvision', 'data')
 
     path, url = weights_path(backbone)
     if not os.path.exists(path):

@@ -1,16 +1,40 @@
-"""Input guards shared by every public layer.
+r"""Input guards shared by every public layer.
 
-Layers validate their inputs once, at the public entry point, and raise a
-:class:`ValueError` that names the offending argument; ``forward`` bodies
-only compute.
+Layers validate their inputs once, at the public entry point (a model's or
+a block's :obj:`forward` called with a :obj:`batch` vector), and raise an
+error that names the offending argument; a block called with a ready
+:class:`~mzlayers.layout.SetLayout` (the internal path of every model) only
+checks shapes, on the host.  Every value a forward pass needs from the
+device (the set sizes, the sortedness and finiteness flags) comes back in a
+single read, :func:`read_host`: one host synchronisation per forward.
 """
 
 import torch
 from torch import Tensor
 
+#: Largest accepted :obj:`dim_size` (indices are built in int32 where they fit).
+MAX_DIM_SIZE = 2**31 - 1
 
-def check_features(x: Tensor, channels: int, name: str = 'x') -> None:
-    r"""Checks that :obj:`x` is a finite ``[N, channels]`` float tensor."""
+
+def read_host(t: Tensor) -> list:
+    r"""The one place where a forward pass reads device values to the host
+    (one synchronisation; tests count the calls)."""
+    return t.tolist()
+
+
+def check_features(x: Tensor, channels: int, name: str = 'x',
+                   dtype: torch.dtype | None = None, finite: bool = True) -> None:
+    r"""Checks that :obj:`x` is a ``[N, channels]`` float tensor (of
+    :obj:`dtype`, the layer's parameters, if given) and, with
+    :obj:`finite`, that every entry is finite (one host read)."""
+    check_shape(x, channels, name, dtype)
+    if finite and not _all_finite(x):
+        raise ValueError(f"'{name}' contains NaN or infinite values")
+
+
+def check_shape(x: Tensor, channels: int, name: str = 'x',
+                dtype: torch.dtype | None = None) -> None:
+    r"""The host-side part of :func:`check_features` (no device read)."""
     if not torch.is_tensor(x):
         raise ValueError(f"'{name}' must be a tensor (got {type(x).__name__})")
     if x.dim() != 2:
@@ -21,8 +45,10 @@ def check_features(x: Tensor, channels: int, name: str = 'x') -> None:
                          f"the layer expects {channels}")
     if not x.is_floating_point():
         raise ValueError(f"'{name}' must be a floating-point tensor (got {x.dtype})")
-    if not _all_finite(x):
-        raise ValueError(f"'{name}' contains NaN or infinite values")
+    if dtype is not None and x.dtype != dtype:
+        raise TypeError(f"'{name}' has dtype {x.dtype} but the layer's parameters are "
+                        f"{dtype} (convert one of them, e.g. x.to({dtype}) or "
+                        f"model.to({x.dtype}))")
 
 
 def _all_finite(x: Tensor) -> bool:
@@ -30,42 +56,89 @@ def _all_finite(x: Tensor) -> bool:
     the sum non-finite, so one reduction decides the common case; only a
     non-finite sum (which finite values can also give, by overflow) is
     checked element-wise."""
-    return bool(torch.isfinite(x.sum())) or bool(torch.isfinite(x).all())
+    return bool(read_host(torch.isfinite(x.sum()))) or \
+        bool(read_host(torch.isfinite(x).all()))
 
 
 def check_batch(batch: Tensor | None, num_elements: int,
-                dim_size: int | None = None) -> int:
+                dim_size: int | None = None, name: str = 'batch') -> int:
     r"""Checks a PyG :obj:`batch` vector and returns the number of sets.
 
     :obj:`batch` must be a sorted, non-negative, one-dimensional integer tensor
     with one entry per element; :obj:`dim_size`, if given, must exceed every
     set index (sets with no element are allowed).
     """
-    if batch is None:
-        num_sets = 1 if num_elements > 0 else 0
-        return num_sets if dim_size is None else _check_dim_size(dim_size, num_sets)
-    if not torch.is_tensor(batch) or batch.dtype not in (torch.long, torch.int):
-        dtype = batch.dtype if torch.is_tensor(batch) else type(batch).__name__
-        raise ValueError(f"'batch' must be an integer (torch.long) tensor (got {dtype})")
-    if batch.dim() != 1 or batch.numel() != num_elements:
-        raise ValueError(f"'batch' must have shape [{num_elements}] (one set index "
-                         f"per element), got {tuple(batch.shape)}")
-    if num_elements == 0:
-        return _check_dim_size(dim_size, 0) if dim_size is not None else 0
-    if bool((batch[1:] < batch[:-1]).any()):
-        raise ValueError("'batch' must be sorted in ascending order (elements of "
-                         "a set contiguous, as in a PyG Batch)")
-    if int(batch[0]) < 0:
-        raise ValueError("'batch' contains negative set indices")
-    num_sets = int(batch[-1]) + 1
-    return num_sets if dim_size is None else _check_dim_size(dim_size, num_sets)
+    return count_sets(batch, num_elements, dim_size, name=name)[0]
 
 
-def _check_dim_size(dim_size: int, min_size: int) -> int:
-    if dim_size < min_size:
+def check_dim_size(dim_size) -> None:
+    r"""Checks the type and range of a user's :obj:`dim_size` (host only)."""
+    if dim_size is None:
+        return
+    if isinstance(dim_size, bool) or not isinstance(dim_size, int):
+        raise TypeError(f"'dim_size' must be an int (got {type(dim_size).__name__})")
+    if not 0 <= dim_size <= MAX_DIM_SIZE:
+        raise ValueError(f"'dim_size' must lie in [0, {MAX_DIM_SIZE}] (got {dim_size})")
+
+
+def count_sets(batch: Tensor | None, num_elements: int, dim_size: int | None = None,
+               finite: tuple[Tensor, ...] = (), name: str = 'batch',
+               hint: str = '') -> tuple[int, list[int]]:
+    r"""Validates :obj:`batch` (and the finiteness of the tensors in
+    :obj:`finite`) with one host read and returns :obj:`(num_sets, counts)`.
+
+    Args:
+        batch (torch.Tensor, optional): Set index of every element.
+        num_elements (int): :math:`N`.
+        dim_size (int, optional): The number of sets, if known.
+        finite (tuple[torch.Tensor], optional): Tensors that must be finite;
+            the first is named :obj:`'x'` in the error.
+        name (str, optional): The name of :obj:`batch` in errors.
+        hint (str, optional): Appended to the unsorted-index error.
+    """
+    check_dim_size(dim_size)
+    if batch is not None:
+        if not torch.is_tensor(batch) or batch.dtype not in (torch.long, torch.int):
+            dtype = batch.dtype if torch.is_tensor(batch) else type(batch).__name__
+            raise ValueError(f"'{name}' must be an integer (torch.long) tensor (got {dtype})")
+        if batch.dim() != 1 or batch.numel() != num_elements:
+            raise ValueError(f"'{name}' must have shape [{num_elements}] (one set index "
+                             f"per element), got {tuple(batch.shape)}")
+    finite = tuple(t for t in finite if t.numel())
+    flags = [torch.isfinite(t.sum()).logical_not() for t in finite]
+    counts = None
+    if batch is not None and num_elements > 0:
+        flags += [(batch[1:] < batch[:-1]).any(), batch[0] < 0]
+        clamped = batch.clamp(min=0)
+        if dim_size is not None:  # bin dim_size counts the indices beyond the sets
+            counts = torch.bincount(clamped.clamp(max=dim_size), minlength=dim_size + 1)
+        else:
+            counts = torch.bincount(clamped)
+    if counts is not None:
+        values = read_host(torch.cat([torch.stack(flags).long(), counts]))
+        flags, counts = values[:len(flags)], values[len(flags):]
+    else:  # no element, or one set: the sizes are known on the host
+        flags = read_host(torch.stack(flags)) if flags else []
+        counts = [num_elements] if num_elements else []
+        if dim_size is not None:
+            counts = (counts + [0] * dim_size)[:dim_size] + [len(counts) > dim_size]
+    for t, bad in zip(finite, flags, strict=False):
+        if bad and not bool(read_host(torch.isfinite(t).all())):  # not just overflow
+            label = 'x' if t is finite[0] else 'x.generators'
+            raise ValueError(f"'{label}' contains NaN or infinite values")
+    if batch is not None and num_elements > 0:
+        unsorted, negative = flags[len(finite):]
+        if negative:
+            raise ValueError(f"'{name}' contains negative set indices")
+        if unsorted:
+            raise ValueError(f"'{name}' must be sorted in ascending order (elements of "
+                             f"a set contiguous, as in a PyG Batch){hint}")
+    if dim_size is None:
+        return len(counts), counts
+    if counts[dim_size]:
         raise ValueError(f"'dim_size' ({dim_size}) must be at least the number of "
-                         f"sets in 'batch' ({min_size})")
-    return int(dim_size)
+                         f"sets in '{name}'")
+    return dim_size, counts[:dim_size]
 
 
 def check_choice(name: str, value: str, choices: tuple) -> None:
@@ -74,17 +147,41 @@ def check_choice(name: str, value: str, choices: tuple) -> None:
         raise ValueError(f"'{name}' must be one of {choices} (got '{value}')")
 
 
-def resolve_layout(x: Tensor, batch: Tensor | None, dim_size: int | None,
-                   channels: int, layout=None):
-    r"""Validates a block's :obj:`(x, batch, dim_size)` input and returns its
-    :class:`~mzlayers.layout.SetLayout` (the given :obj:`layout` when a model
-    already built one for this batch)."""
+def resolve_layout(x, batch: Tensor | None, dim_size: int | None,
+                   channels: int, layout=None, dtype: torch.dtype | None = None):
+    r"""Validates a block's or model's :obj:`(x, batch, dim_size)` input and
+    returns its :class:`~mzlayers.layout.SetLayout`.
+
+    :obj:`x` is a tensor or a :class:`~mzlayers.zonotope.Zonotope` (its
+    centre is checked; its generators must be finite too).  When a model
+    already built the :obj:`layout` of this batch, only the shapes are
+    checked (no device read): the values were validated at the entry point.
+    """
     from mzlayers.layout import SetLayout
-    check_features(x, channels)
+    from mzlayers.zonotope import Zonotope
+    tensors = (x.center, x.generators) if isinstance(x, Zonotope) else (x,)
+    if layout is not None or in_autocast(tensors[0]):  # inside a model, or mixed precision
+        dtype = None
+    check_shape(tensors[0], channels, dtype=dtype)
     if layout is not None:
-        if layout.num_elements != x.size(0):
+        if layout.num_elements != tensors[0].size(0):
             raise ValueError(f"'layout' describes {layout.num_elements} elements but "
-                             f"'x' has {x.size(0)}")
+                             f"'x' has {tensors[0].size(0)}")
         return layout
-    num_sets = check_batch(batch, x.size(0), dim_size)
-    return SetLayout.from_batch(batch, x.size(0), num_sets, x.device)
+    num_elements = tensors[0].size(0)
+    num_sets, counts = count_sets(batch, num_elements, dim_size, finite=tensors)
+    if batch is None:
+        batch = torch.zeros(num_elements, dtype=torch.long, device=tensors[0].device)
+    return SetLayout(batch.long(), num_sets, counts)
+
+
+def in_autocast(x: Tensor) -> bool:
+    return torch.is_tensor(x) and torch.is_autocast_enabled(x.device.type)
+
+
+def parameter_dtype(module: torch.nn.Module) -> torch.dtype | None:
+    r"""The dtype of :obj:`module`'s first floating-point parameter."""
+    for p in module.parameters():
+        if p.is_floating_point():
+            return p.dtype
+    return None

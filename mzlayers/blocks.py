@@ -5,7 +5,7 @@ import torch
 from torch import Tensor
 from torch.nn import LayerNorm, Linear, Parameter
 
-from mzlayers._validate import resolve_layout
+from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.feedforward import FeedForward
 from mzlayers.layout import SetLayout
 from mzlayers.multihead import MultiheadSetAttention
@@ -100,7 +100,8 @@ class SAB(MAB):
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None, *,
                 layout: SetLayout | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.channels, layout)
+        layout = resolve_layout(x, batch, dim_size, self.channels, layout,
+                                parameter_dtype(self))
         return super().forward(x, x, layout, layout)
 
 
@@ -154,7 +155,8 @@ class ISAB(torch.nn.Module):
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None, *,
                 layout: SetLayout | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.channels, layout)
+        layout = resolve_layout(x, batch, dim_size, self.channels, layout,
+                                parameter_dtype(self))
         h = self.mab1(self.induced, x, layout)  # [B * m, d]
         return self.mab2(x, h, layout.pooled(self.num_induced_points), layout)
 
@@ -217,7 +219,8 @@ class PMA(torch.nn.Module):
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None, *,
                 layout: SetLayout | None = None) -> tuple[Tensor, Tensor]:
-        layout = resolve_layout(x, batch, dim_size, self.channels, layout)
+        layout = resolve_layout(x, batch, dim_size, self.channels, layout,
+                                parameter_dtype(self))
         out = self.mab(self.seeds, self.lin(x).relu(), layout)  # [B * k, d]
         k = self.num_seed_points
         return out * layout.pooled_mask(k), layout.pooled(k).batch

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import LayerNorm, Linear, Parameter
 
-from mzlayers._validate import resolve_layout
+from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.blocks import broadcast_queries
 from mzlayers.checkpoint import check_rows, checkpoint_sets
 from mzlayers.feedforward import FeedForward
@@ -40,9 +40,12 @@ class ZonotopeLayerNorm(LayerNorm):
 
     def forward(self, z: Zonotope) -> Zonotope:
         c, G = z.center, z.generators
-        centred = c - c.mean(-1, keepdim=True)
+        # The statistics in float32 at least: in float16 the variance of
+        # centre entries above ~256 overflows and would zero the generators.
+        c32 = c.float() if torch.finfo(c.dtype).bits < 32 else c
+        centred = c32 - c32.mean(-1, keepdim=True)
         std = (centred.square().mean(-1, keepdim=True) + self.eps).sqrt()
-        scale = (self.weight / std).unsqueeze(-2)  # [*, 1, d]
+        scale = (self.weight / std).unsqueeze(-2).to(G.dtype)  # [*, 1, d]
         return Zonotope(super().forward(c), (G - G.mean(-1, keepdim=True)) * scale)
 
 
@@ -225,7 +228,8 @@ class MZSAB(MZMAB):
                 dim_size: int | None = None, *,
                 layout: SetLayout | None = None) -> Zonotope:
         x = Zonotope.wrap(x, self.num_generators)
-        layout = resolve_layout(x.center, batch, dim_size, self.channels, layout)
+        layout = resolve_layout(x, batch, dim_size, self.channels, layout,
+                                parameter_dtype(self))
         return super().forward(x, x, layout, layout)
 
 
@@ -284,7 +288,8 @@ class MZISAB(torch.nn.Module):
                 dim_size: int | None = None, *,
                 layout: SetLayout | None = None) -> Zonotope:
         x = Zonotope.wrap(x, self.num_generators)
-        layout = resolve_layout(x.center, batch, dim_size, self.channels, layout)
+        layout = resolve_layout(x, batch, dim_size, self.channels, layout,
+                                parameter_dtype(self))
         h = self.mab1(self.induced(), x, layout)  # [B * m, ...]
         return self.mab2(x, h, layout.pooled(self.num_induced_points), layout)
 
@@ -343,7 +348,8 @@ class MZPMA(torch.nn.Module):
                 dim_size: int | None = None, *,
                 layout: SetLayout | None = None) -> tuple[Zonotope, Tensor]:
         x = Zonotope.wrap(x, self.num_generators)
-        layout = resolve_layout(x.center, batch, dim_size, self.channels, layout)
+        layout = resolve_layout(x, batch, dim_size, self.channels, layout,
+                                parameter_dtype(self))
         out = self.mab(self.seeds(), self.rff(x), layout)
         mask = layout.pooled_mask(self.num_seed_points)  # [B * k, 1]
         out = Zonotope(out.center * mask, out.generators * mask.unsqueeze(-1))

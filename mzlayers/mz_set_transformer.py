@@ -5,7 +5,7 @@ from torch import Tensor
 from torch.nn import ModuleList
 from torch_geometric.nn import MLP
 
-from mzlayers._validate import check_choice, resolve_layout
+from mzlayers._validate import check_choice, parameter_dtype, resolve_layout
 from mzlayers.embedding import ZonotopeEmbedding
 from mzlayers.layout import SetLayout
 from mzlayers.mz_blocks import MZISAB, MZPMA, MZSAB
@@ -30,7 +30,11 @@ class MZSetTransformerEncoder(torch.nn.Module):
             generators. (default: :obj:`True`)
 
     Other arguments as in :class:`MZSetTransformer` (without the head and
-    readout).
+    readout; keyword-only after :obj:`channels`).
+    :obj:`num_induced_points=None` gives MZ-SAB encoder blocks (quadratic in
+    the set size, as in PyG's
+    :class:`~torch_geometric.nn.aggr.SetTransformerAggregation`) instead of
+    MZ-ISAB.
 
     Shapes:
         - **input:** :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
@@ -41,12 +45,13 @@ class MZSetTransformerEncoder(torch.nn.Module):
         self,
         in_channels: int,
         channels: int = 64,
+        *,
         heads: int = 4,
         num_generators: int = 8,
         num_matrix_generators: int = 4,
         ff_channels: int = 128,
         generator_ff_channels: int | None = None,
-        num_induced_points: int = 16,
+        num_induced_points: int | None = 16,
         num_encoder_blocks: int = 2,
         num_seed_points: int = 1,
         num_decoder_blocks: int = 1,
@@ -69,8 +74,9 @@ class MZSetTransformerEncoder(torch.nn.Module):
                     summary=summary, backend=backend, checkpoint_rows=checkpoint_rows)
         self.embedding = ZonotopeEmbedding(in_channels, channels, num_generators) \
             if embed else None
-        self.encoders = ModuleList([MZISAB(channels, num_induced_points, **args)
-                                    for _ in range(num_encoder_blocks)])
+        self.encoders = ModuleList([
+            MZSAB(channels, **args) if num_induced_points is None else
+            MZISAB(channels, num_induced_points, **args) for _ in range(num_encoder_blocks)])
         self.pma = MZPMA(channels, num_seed_points, **args)
         self.decoders = ModuleList([MZSAB(channels, **args)
                                     for _ in range(num_decoder_blocks)])
@@ -81,9 +87,9 @@ class MZSetTransformerEncoder(torch.nn.Module):
         for block in [*self.encoders, self.pma, *self.decoders]:
             block.reset_parameters()
 
-    def forward(self, x: Tensor, layout: SetLayout) -> Zonotope:
+    def forward(self, x: Tensor | Zonotope, layout: SetLayout) -> Zonotope:
         z = self.embedding(x) if self.embedding is not None else \
-            Zonotope.from_tensor(x, self.num_generators)
+            Zonotope.wrap(x, self.num_generators)
         for encoder in self.encoders:
             z = encoder(z, layout=layout)
         z, _ = self.pma(z, layout=layout)
@@ -178,10 +184,13 @@ class MZSetTransformer(torch.nn.Module):
         self.num_matrix_generators = num_matrix_generators
         self.readout = readout
         self.encoder = MZSetTransformerEncoder(
-            in_channels, channels, heads, num_generators, num_matrix_generators,
-            ff_channels, generator_ff_channels, num_induced_points,
-            num_encoder_blocks, num_seed_points, num_decoder_blocks, layer_norm,
-            dropout, summary, backend, checkpoint_rows)
+            in_channels, channels=channels, heads=heads, num_generators=num_generators,
+            num_matrix_generators=num_matrix_generators, ff_channels=ff_channels,
+            generator_ff_channels=generator_ff_channels,
+            num_induced_points=num_induced_points, num_encoder_blocks=num_encoder_blocks,
+            num_seed_points=num_seed_points, num_decoder_blocks=num_decoder_blocks,
+            layer_norm=layer_norm, dropout=dropout, summary=summary, backend=backend,
+            checkpoint_rows=checkpoint_rows)
         self.head = MLP([2 * num_seed_points * channels, channels, out_channels],
                         norm=None)
         self.reset_parameters()
@@ -192,12 +201,14 @@ class MZSetTransformer(torch.nn.Module):
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None) -> tuple[Tensor, Tensor]:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels)
+        layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                                dtype=parameter_dtype(self))
         z = self.encoder(x, layout)
         B = layout.num_sets
-        ihw = z.ihw().view(B, -1)
-        extra = ihw if self.readout == 'ihw' else z.signed().view(B, -1)
-        return self.head(torch.cat([z.center.view(B, -1), extra], dim=-1)), ihw
+        width = self.encoder.num_seed_points * self.channels  # [B * k, d] -> [B, k * d]
+        ihw = z.ihw().view(B, width)
+        extra = ihw if self.readout == 'ihw' else z.signed().view(B, width)
+        return self.head(torch.cat([z.center.view(B, width), extra], dim=-1)), ihw
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.in_channels}, {self.out_channels}, '

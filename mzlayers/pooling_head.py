@@ -116,7 +116,8 @@ class PoolingHead(torch.nn.Module):
         pooled = layout.pooled(self.num_seed_points)
         for decoder in self.decoders:
             h = decoder(h, layout=pooled)
-        return self.mlp(h.view(layout.num_sets, -1))  # [B, k * d] -> [B, out]
+        width = self.num_seed_points * h.size(-1)  # [B * k, d] -> [B, k * d]
+        return self.mlp(h.view(layout.num_sets, width))  # -> [B, out]
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.channels}, {self.out_channels}, '

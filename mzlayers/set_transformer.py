@@ -4,7 +4,7 @@ import torch
 from torch import Tensor
 from torch.nn import Linear, ModuleList
 
-from mzlayers._validate import resolve_layout
+from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.blocks import ISAB
 from mzlayers.pooling_head import PoolingHead
 
@@ -84,7 +84,8 @@ class SetTransformer(torch.nn.Module):
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels)
+        layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                                dtype=parameter_dtype(self))
         h = self.lin_in(x)
         for encoder in self.encoders:
             h = encoder(h, layout=layout)

@@ -18,6 +18,7 @@ import importlib
 import os.path as osp
 import sys
 
+from mzattn.extras import missing_extra_hint
 from mzattn.names import did_you_mean
 
 from .quiet import quiet_libraries
@@ -142,6 +143,17 @@ def main(argv: list[str] | None = None) -> int:
         print(_help())
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
+    try:
+        return _dispatch(command, rest)
+    except ModuleNotFoundError as error:
+        hint = missing_extra_hint(error)
+        if hint is None:
+            raise
+        print(f"error: 'mzattn-repro {command}' {hint}", file=sys.stderr)
+        return 2
+
+
+def _dispatch(command: str, rest: list[str]) -> int:
     if command == "list":
         return _list()
     if command == "models":

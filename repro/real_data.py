@@ -30,6 +30,8 @@ from torch import Tensor
 from torch.utils.data import Dataset
 from torch_geometric.data import Data
 
+from mzattn.extras import require
+
 SPLIT_SEED = 0
 r"""Seed of every split carved by this module (a validation part of a
 training file, the QM9 subset): fixed, so that the seeds of a table vary the
@@ -285,7 +287,7 @@ def _stand_in_features(backbone: str, num_images: int, train: bool,
     # Offline stand-in of ResNetFeatureClouds: scikit-learn digits as grey
     # RGB images through a randomly initialised ResNet (seeded). Cached per
     # process: the data module loads its splits twice.
-    import torchvision
+    torchvision = require('torchvision', 'data')
     from mzattn.datasets._io import geometric_targets, load_images
     from mzattn.datasets.resnet_features import BACKBONES, layer3_point_clouds, preprocess
 

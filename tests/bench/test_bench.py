@@ -122,3 +122,13 @@ def test_suites_skip_the_padded_pyg_blocks_where_they_would_be_huge():
     assert self_attention.runs_on('ours-auto', set_sizes('skewed'))
     assert not set_pooling.runs_on('pyg-settransformer', set_sizes('uniform-10-100') + 1)
     assert set_pooling.runs_on('pyg-anchor', set_sizes('skewed'))
+
+
+def test_sage_aggregation_bench_writes_every_row(tmp_path):
+    from mzattn.bench import sage_aggregation
+    out = tmp_path / 'sage.json'
+    assert sage_aggregation.main(['--nodes', '40', '--degree', '3', '--repeats', '1',
+                                  '--out', str(out)]) == 0
+    rows = json.loads(out.read_text())['rows']
+    assert set(rows) == {'pyg', 'ours', 'ours-paper'}
+    assert all(row['train_s'] > 0 and row['inference_s'] > 0 for row in rows.values())

@@ -3,6 +3,8 @@ import torch
 
 from mzlayers import SetLayout, attention, set_attention
 from mzlayers.attention import AUTO_MAX_PADDING
+from mzlayers.kernels.dense import plan
+from mzlayers.kernels.segment import block_index, block_sum_bags, pair_bags, segment_runs
 from mzlayers.layout import attention_bias
 
 from .helpers import SIZES, ragged_batch
@@ -64,7 +66,7 @@ def test_backends_match_reference_forward_and_backward(backend, shared):
 def test_equal_sizes_run_unpadded_and_match_reference(backend, shared):
     batch = torch.arange(3).repeat_interleave(6)
     layout = _layout(batch, 3)
-    bucket, = layout.plan(None if shared else layout, AUTO_MAX_PADDING)
+    bucket, = plan(layout, None if shared else layout, AUTO_MAX_PADDING)
     assert bucket.key_pos is None and bucket.key_index is None  # a view, no copy, no mask
     k = torch.randn(18, H, DK, dtype=torch.float64, requires_grad=True)
     v = torch.randn(18, H, DV, dtype=torch.float64, requires_grad=True)
@@ -78,26 +80,26 @@ def test_equal_sizes_run_unpadded_and_match_reference(backend, shared):
 def test_auto_backend_splits_skewed_batches_into_buckets():
     _, batch, B = ragged_batch()
     layout = _layout(batch, B)
-    buckets = layout.plan(None, AUTO_MAX_PADDING)
+    buckets = plan(layout, None, AUTO_MAX_PADDING)
     assert len(buckets) > 1
     assert sorted(torch.cat([b.set_ids for b in buckets]).tolist()) == list(range(B))
     for b in buckets:
         counts = [SIZES[i] for i in b.set_ids.tolist()]
         assert max(counts) <= AUTO_MAX_PADDING * max(1, min(counts))
     uniform = _layout(torch.arange(4).repeat_interleave(5), 4)
-    assert len(uniform.plan(None, AUTO_MAX_PADDING)) == 1
+    assert len(plan(uniform, None, AUTO_MAX_PADDING)) == 1
 
 
 def test_auto_gives_large_sets_an_unpadded_bucket_of_their_own(monkeypatch):
     x, batch, B = ragged_batch()  # sizes 3, 1, 0, 7, 2, 40: pairs 9, 1, 0, 49, 4, 1600
     layout = _layout(batch, B)
-    buckets = layout.plan(layout, AUTO_MAX_PADDING, alone_min_pairs=40)
+    buckets = plan(layout, layout, AUTO_MAX_PADDING, alone_min_pairs=40)
     alone = [b for b in buckets if b.set_ids.tolist() in ([3], [5])]
     assert len(alone) == 2
     assert all(b.key_pos is None and b.query_pos is None for b in alone)  # no padding, no mask
     assert sorted(torch.cat([b.set_ids for b in buckets]).tolist()) == list(range(B))
     tight = _layout(torch.arange(4).repeat_interleave(50), 4)
-    assert len(tight.plan(tight, AUTO_MAX_PADDING, alone_min_pairs=40)) == 1
+    assert len(plan(tight, tight, AUTO_MAX_PADDING, alone_min_pairs=40)) == 1
     monkeypatch.setattr(attention, 'AUTO_ALONE_MIN_PAIRS', 40)
     q, k, v = _inputs(x.size(0), x.size(0))
     out = set_attention(q, k, v, layout, layout, 'auto')
@@ -156,19 +158,19 @@ def fused_sets(request, monkeypatch):
 def test_segment_runs_put_every_large_set_alone():
     _, batch, B = ragged_batch()  # sizes 3, 1, 0, 7, 2, 40
     layout = _layout(batch, B)
-    learned = layout.segment_runs(None, 8, num_learned=2)  # pairs 6, 2, 0, 14, 4, 80
+    learned = segment_runs(layout, None, 8, num_learned=2)  # pairs 6, 2, 0, 14, 4, 80
     assert [(r.start, r.stop, r.fused) for r in learned.runs] == [
         (0, 3, False), (3, 4, True), (4, 5, False), (5, 6, True)]
     assert learned.key_rows == [4, 7, 2, 40] and learned.query_rows == []
-    pairs = layout.segment_runs(layout.pooled(2), 8)  # 6, 2, 0, 14, 4, 80 again
+    pairs = segment_runs(layout, layout.pooled(2), 8)  # 6, 2, 0, 14, 4, 80 again
     assert pairs.runs == learned.runs
     assert pairs.query_rows == [6, 2, 2, 2]
-    self_attention = layout.segment_runs(layout, 8)  # 9, 1, 0, 49, 4, 1600
+    self_attention = segment_runs(layout, layout, 8)  # 9, 1, 0, 49, 4, 1600
     assert [(r.start, r.stop, r.fused) for r in self_attention.runs] == [
         (0, 1, True), (1, 3, False), (3, 4, True), (4, 5, False), (5, 6, True)]
     assert self_attention.query_rows == self_attention.key_rows == [3, 1, 7, 2, 40]
     with pytest.raises(ValueError, match='same sets'):
-        layout.segment_runs(_layout(torch.arange(2), 2), 8)
+        segment_runs(layout, _layout(torch.arange(2), 2), 8)
 
 
 @pytest.mark.parametrize('shared', [True, False])
@@ -245,7 +247,7 @@ def test_segment_gradcheck(key_sizes, shared, fused_sets):
 def test_pair_plan_transposes_the_samples():
     _, batch, B = ragged_batch()
     layout = _layout(batch, B)
-    bags = layout.pair_bags(layout, H)
+    bags = pair_bags(layout, layout, H)
     S = bags.index.numel()
     assert S == H * torch.tensor(SIZES).square().sum()
     assert sorted(bags.perm.tolist()) == list(range(S))
@@ -262,11 +264,11 @@ def test_block_plans_index_every_set_and_head():
     _, batch, B = ragged_batch()
     layout = _layout(batch, B)
     W = 3
-    index = layout.block_index(H, W).view(-1, H, W)
+    index = block_index(layout, H, W).view(-1, H, W)
     for x in range(batch.numel()):
         for h in range(H):
             assert index[x, h].tolist() == [(batch[x].item() * H + h) * W + k for k in range(W)]
-    rows, offsets = layout.block_sum_bags(H, W)
+    rows, offsets = block_sum_bags(layout, H, W)
     assert offsets.numel() == H * W * B + 1
     for h in range(H):
         for k in range(W):
@@ -285,7 +287,7 @@ def test_segment_pairs_reject_layouts_of_other_sets(key_sizes):
     with pytest.raises(ValueError, match='same sets'):
         set_attention(q, k, v, key_layout, query_layout, 'segment')
     with pytest.raises(ValueError, match='same sets'):
-        key_layout.pair_bags(query_layout, H)
+        pair_bags(key_layout, query_layout, H)
 
 
 @pytest.mark.parametrize('queries', ['learned', 'pooled', 'elements'])

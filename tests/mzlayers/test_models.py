@@ -144,4 +144,5 @@ def test_aggregation_is_a_drop_in_for_pyg():
     assert torch.equal(out[2], torch.zeros(8)) and torch.equal(out[-1], torch.zeros(8))
     data = Batch.from_data_list([Data(x=x[:3]), Data(x=x[3:])])
     assert aggr(data.x, data.batch).shape == (2, 8)
-    assert repr(aggr) == 'MZSetTransformerAggregation(8, num_seed_points=2, heads=2)'
+    assert repr(aggr) == ('MZSetTransformerAggregation(8, num_seed_points=2, heads=2, '
+                          'layer_norm=False, dropout=0.0, num_induced_points=None)')

@@ -124,7 +124,8 @@ def test_torch_of_the_base_image_is_pinned_for_pip(dockerfile):
 def test_package_is_installed_from_the_context_at_build_time(dockerfile):
     copies = only(dockerfile, "COPY")
     assert ". /tmp/mzattn-src" in copies
-    assert any(re.search(r"pip install /tmp/mzattn-src(\s|$)", r) for r in only(dockerfile, "RUN"))
+    assert any(re.search(r"pip install '/tmp/mzattn-src\[all\]'(\s|$)", r)
+               for r in only(dockerfile, "RUN"))
 
 
 def test_entrypoint_is_the_console_script(dockerfile):

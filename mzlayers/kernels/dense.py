@@ -1,0 +1,173 @@
+r"""The padded-dense kernel of :func:`~mzlayers.attention.set_attention`:
+sets grouped into size buckets (:class:`Bucket`), each padded to its own
+largest set and attended by one masked
+:func:`~torch.nn.functional.scaled_dot_product_attention`.  With a single
+bucket this is exactly :func:`torch_geometric.utils.to_dense_batch`
+padding; with several, a skewed batch is padded at most :obj:`max_padding`
+times per bucket instead of to the global maximum."""
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from mzlayers.kernels.sdpa import sdpa
+from mzlayers.layout import SetLayout, attention_bias
+
+
+@dataclass
+class Bucket:
+    r"""One padded-dense group of sets.
+
+    Attributes:
+        set_ids (torch.Tensor): The sets of this bucket, :obj:`[S]`.
+        key_index (torch.Tensor, optional): Element index of every key of the
+            bucket (:obj:`None` when it is :obj:`arange(N)`).
+        key_pos (torch.Tensor, optional): Flat position of every key in the
+            padded :obj:`[S * key_width]` buffer (:obj:`None` when the bucket
+            holds all sets in order, all of size :obj:`key_width`: no padding).
+        key_width (int): Padded number of keys per set.
+        key_mask (torch.Tensor): :obj:`[S, key_width]`, :obj:`True` = real.
+        query_index, query_pos, query_width: The same for queries that are
+            elements of a set (unused for learned queries).
+    """
+    set_ids: Tensor
+    key_index: Tensor | None
+    key_pos: Tensor | None
+    key_width: int
+    key_mask: Tensor
+    query_index: Tensor | None = None
+    query_pos: Tensor | None = None
+    query_width: int = 0
+
+
+def plan(layout: SetLayout, queries: SetLayout | None, max_padding: float | None,
+         alone_min_pairs: int | None = None, num_learned: int = 1) -> list[Bucket]:
+    r"""Padded-dense buckets for attention from :obj:`queries` (a layout
+    with the same sets, or :obj:`None` for :obj:`num_learned` learned
+    queries shared by all sets) to the elements of :obj:`layout`.
+
+    Args:
+        queries (SetLayout, optional): The query layout.
+        max_padding (float, optional): Largest ratio between the biggest
+            and the smallest set of a bucket; :obj:`None` gives a single
+            bucket (plain :func:`to_dense_batch` padding).
+        alone_min_pairs (int, optional): When the batch needs several
+            buckets, every set with at least this many query-key pairs
+            gets a bucket of its own (unpadded, unmasked).
+        num_learned (int, optional): The number of learned queries.
+    """
+    key = ('plan', queries, max_padding, alone_min_pairs, num_learned)
+    return layout.cached(key, lambda: _build_plan(layout, queries, max_padding,
+                                                  alone_min_pairs, num_learned))
+
+
+def _build_plan(layout: SetLayout, queries, max_padding, alone_min_pairs,
+                num_learned) -> list[Bucket]:
+    pairs = layout.pair_counts(queries, num_learned)  # also checks the query layout
+    groups = _size_groups(layout.counts, list(range(layout.num_sets)), max_padding)
+    if len(groups) > 1 and alone_min_pairs is not None:
+        alone = [b for b, p in enumerate(pairs) if p >= alone_min_pairs]
+        rest = [b for b, p in enumerate(pairs) if p < alone_min_pairs]
+        groups = [[b] for b in alone] + (
+            _size_groups(layout.counts, rest, max_padding) if rest else [])
+    return [_bucket(layout, ids, queries, single=len(groups) == 1) for ids in groups]
+
+def _bucket(layout: SetLayout, ids: list[int], queries, single: bool) -> Bucket:
+    set_ids = torch.tensor(ids, dtype=torch.long, device=layout.device)
+    key_index, key_pos, key_width = _padding_index(layout, set_ids, ids, single)
+    mask = torch.zeros(len(ids) * key_width, dtype=torch.bool, device=layout.device)
+    mask[slice(None) if key_pos is None else key_pos] = True
+    bucket = Bucket(set_ids, key_index, key_pos, key_width,
+                    mask.view(len(ids), key_width))
+    if queries is not None:
+        bucket.query_index, bucket.query_pos, bucket.query_width = \
+            _padding_index(queries, set_ids, ids, single)
+    return bucket
+
+
+def _size_groups(counts: list[int], ids: list[int], max_padding: float | None
+                 ) -> list[list[int]]:
+    r"""Partitions the sets :obj:`ids` into groups whose sizes
+    (:obj:`counts[i]`) differ at most :obj:`max_padding` times (a single
+    group when it is :obj:`None` or when they are already that tight)."""
+    if not ids:
+        return [ids]
+    sizes = [counts[i] for i in ids]
+    if max_padding is None or max(sizes) <= max_padding * max(1, min(sizes)):
+        return [ids]
+    ids = sorted(ids, key=lambda i: -counts[i])
+    groups, start = [], 0
+    for pos in range(1, len(ids) + 1):
+        if pos == len(ids) or counts[ids[pos]] * max_padding < counts[ids[start]]:
+            groups.append(sorted(ids[start:pos]))
+            start = pos
+    return groups
+
+
+def _padding_index(layout: SetLayout, set_ids: Tensor, ids: list[int], single: bool
+                   ) -> tuple[Tensor | None, Tensor | None, int]:
+    r"""Element indices of :obj:`set_ids` (:obj:`None` when the bucket is
+    the whole batch in order) and their flat positions in a
+    :obj:`[len(set_ids), width]` buffer (:obj:`None` when every set of the
+    bucket has :obj:`width` elements: no padding)."""
+    counts = layout.count_tensor[set_ids]
+    width = max(1, max(layout.counts[i] for i in ids) if ids else 1)
+    total = sum(layout.counts[i] for i in ids)  # host sizes: no device sync below
+    local = torch.arange(len(set_ids), device=layout.device).repeat_interleave(
+        counts, output_size=total)
+    starts = (counts.cumsum(0) - counts).repeat_interleave(counts, output_size=total)
+    offset = torch.arange(local.numel(), device=layout.device) - starts
+    index = None if single else layout.ptr[set_ids][local] + offset
+    if local.numel() == len(set_ids) * width:  # every set full: no padding
+        return index, None, width
+    return index, local * width + offset, width
+
+
+def _to_padded(x: Tensor, index: Tensor | None, pos: Tensor | None, sets: int,
+               width: int) -> Tensor:
+    r"""Scatters rows :obj:`index` of :obj:`x` :obj:`[N, H, C]` (all when
+    :obj:`None`) into :obj:`[S, H, width, C]` (a view of them when :obj:`pos`
+    is :obj:`None`: no padding)."""
+    rows = x if index is None else x[index]
+    if pos is None:
+        return rows.reshape(sets, width, *x.shape[1:]).transpose(1, 2)
+    out = x.new_zeros(sets * width, *x.shape[1:]).index_copy(0, pos, rows)
+    return out.view(sets, width, *x.shape[1:]).transpose(1, 2)
+
+
+def dense_attention(q: Tensor, k: Tensor, v: Tensor, key_layout: SetLayout,
+                    query_layout: SetLayout | None, dropout: float,
+                    max_padding: float | None, alone_min_pairs: int | None) -> Tensor:
+    r"""The ``'dense'`` backend of :func:`~mzlayers.attention.set_attention`
+    (same arguments) on the buckets of :func:`plan`."""
+    shared = query_layout is None
+    buckets = plan(key_layout, query_layout, max_padding, alone_min_pairs,
+                   q.size(0) if shared else 1)
+    parts = [_dense_bucket(q, k, v, b, shared, dropout) for b in buckets]
+    if len(parts) == 1 and (shared or parts[0][1] is None):  # every row, in order
+        return parts[0][0]
+    num_rows = key_layout.num_sets * q.size(0) if shared else q.size(0)
+    out = v.new_zeros(num_rows, v.size(1), v.size(2))  # one scatter for all buckets
+    return out.index_copy(0, torch.cat([index for _, index in parts]),
+                          torch.cat([rows for rows, _ in parts]))
+
+
+def _dense_bucket(q, k, v, b: Bucket, shared: bool, dropout: float
+                  ) -> tuple[Tensor, Tensor | None]:
+    r"""The output rows of bucket :obj:`b` and their row index in the output
+    (:obj:`None`: every row in order)."""
+    S = b.set_ids.numel()
+    keys = _to_padded(k, b.key_index, b.key_pos, S, b.key_width)
+    values = _to_padded(v, b.key_index, b.key_pos, S, b.key_width)
+    if shared:
+        queries = q.transpose(0, 1).unsqueeze(0).expand(S, -1, -1, -1)
+    else:
+        queries = _to_padded(q, b.query_index, b.query_pos, S, b.query_width)
+    mask = None if b.key_pos is None else attention_bias(b.key_mask, q.dtype)
+    res = sdpa(queries, keys, values, attn_mask=mask, dropout_p=dropout)  # [S, H, L, d_v]
+    rows = res.transpose(1, 2).reshape(-1, *res.shape[1:2], res.size(-1))  # [S width_q, H, d_v]
+    if shared:
+        index = (b.set_ids[:, None] * q.size(0) +
+                 torch.arange(q.size(0), device=q.device)).view(-1)
+        return rows, index
+    return (rows if b.query_pos is None else rows[b.query_pos]), b.query_index
