@@ -75,7 +75,7 @@ def environment_record() -> dict[str, Any]:
     versions, the git commit (:func:`git_commit`), the platform and the UTC
     time."""
     found = package_versions(tuple(name.replace("_", "-") for name in RECORDED_PACKAGES))
-    versions = dict(zip(RECORDED_PACKAGES, found.values()))
+    versions = dict(zip(RECORDED_PACKAGES, found.values(), strict=True))
     versions["python"] = platform.python_version()
     return {"versions": versions, "git_commit": git_commit(),
             "platform": platform.platform(),
