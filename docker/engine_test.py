@@ -89,17 +89,23 @@ def run(args: list[str], *, env: dict | None = None, capture: bool = False,
 # ---------------------------------------------------------------- the engine
 
 
-def ensure_tools() -> None:
-    r"""``docker``, ``dockerd`` and ``debootstrap``, installed from Debian's
-    ``docker.io`` and ``debootstrap`` packages when one is missing."""
-    if all(shutil.which(tool) for tool in ("docker", "dockerd", "debootstrap")):
+#: The Debian package of each tool the test needs.
+PACKAGES = {"docker": "docker.io", "dockerd": "docker.io", "debootstrap": "debootstrap"}
+
+
+def ensure_tools(*tools: str) -> None:
+    r""":obj:`tools` (keys of :data:`PACKAGES`), installed from Debian when
+    one is missing."""
+    missing = [tool for tool in tools if not shutil.which(tool)]
+    if not missing:
         return
     if os.geteuid() != 0:
-        raise Skipped("docker/debootstrap missing and not root to install them")
-    log("installing docker.io and debootstrap from Debian")
+        raise Skipped(f"{', '.join(missing)} missing and not root to install them")
+    packages = sorted({PACKAGES[tool] for tool in missing})
+    log(f"installing {' '.join(packages)} from Debian")
     apt = ["apt-get", "-o", "DPkg::Lock::Timeout=600", "-q", "-y"]
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for args in (apt + ["update"], apt + ["install", "docker.io", "debootstrap"]):
+    for args in (apt + ["update"], apt + ["install", *packages]):
         done = subprocess.run(args, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             raise Skipped(f"Debian packages unavailable: {' '.join(args)}: "
@@ -130,6 +136,7 @@ class Engine:
             return
         if os.geteuid() != 0:
             raise Skipped("no Docker engine answers and not root to start one")
+        ensure_tools("dockerd")
         run_dir = Path(tempfile.mkdtemp(prefix="mzattn-dockerd-", dir="/run"))
         socket = f"unix://{run_dir}/docker.sock"
         self.env["DOCKER_HOST"] = socket
@@ -206,6 +213,7 @@ def base_tag() -> str:
 def import_rootfs(engine: Engine, tag: str) -> None:
     r"""``debootstrap --variant=minbase`` of :data:`SUITE` imported as
     :obj:`tag`. A failing debootstrap means the mirror is unreachable."""
+    ensure_tools("debootstrap")
     rootfs = engine.workdir / "rootfs"
     shutil.rmtree(rootfs, ignore_errors=True)
     log(f"debootstrap {SUITE} (minbase + {ROOTFS_PACKAGES})")
@@ -371,7 +379,7 @@ def cleanup(engine: Engine, base: str | None, results: list[Path]) -> None:
 def test(engine: Engine, state: dict) -> str:
     r"""Every step; returns the summary line. :obj:`state` collects what
     :func:`cleanup` removes."""
-    ensure_tools()
+    ensure_tools("docker")
     engine.start()
     base, base_seconds = build_base(engine)
     state["base"] = base

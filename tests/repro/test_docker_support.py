@@ -191,3 +191,10 @@ def test_unreachable_pypi_is_a_skip(engine_test, monkeypatch):
     monkeypatch.setattr(engine_test, "PYPI_PROBE", "https://127.0.0.1:9/simple/torch/")
     with pytest.raises(engine_test.Skipped, match="PyPI unreachable"):
         engine_test.probe_pypi()
+
+
+def test_missing_tools_without_root_are_a_skip(engine_test, monkeypatch):
+    monkeypatch.setattr(engine_test.shutil, "which", lambda tool: None)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(engine_test.Skipped, match="debootstrap missing and not root"):
+        engine_test.ensure_tools("debootstrap")
