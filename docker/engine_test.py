@@ -182,6 +182,11 @@ class Engine:
         r"""Whether the engine has :obj:`tag`."""
         return self.docker("image", "inspect", tag, capture=True, check=False).returncode == 0
 
+    def has_nvidia(self) -> bool:
+        r"""Whether the engine lists an NVIDIA runtime."""
+        done = self.docker("info", "--format", "{{json .Runtimes}}", capture=True)
+        return "nvidia" in done.stdout.lower()
+
     def image_size(self, tag: str) -> int:
         r"""The size of :obj:`tag` in bytes."""
         done = self.docker("image", "inspect", "--format", "{{.Size}}", tag, capture=True)
@@ -318,16 +323,24 @@ def foreign_owner_run(engine: Engine, cells_from: Path, results: Path) -> None:
     check_results(results, uid, gid, expect_commit=None)
 
 
-def driver_run(engine: Engine, base: str, results: Path) -> None:
+def driver_run(engine: Engine, base: str, commit: str, results: Path) -> None:
     r"""``mzattn-repro docker build`` and ``docker run`` (docker-py) of
-    :data:`TABLE` into :obj:`results`."""
+    :data:`TABLE` into :obj:`results`. The build gets :obj:`commit` (through
+    ``$MZATTN_GIT_COMMIT``) so that it is the commit of the first build."""
     cli = [sys.executable, "-m", "mzattn.repro", "docker"]
     log(f"mzattn-repro docker build --tag {PY_IMAGE} --base-image {base}")
     run([*cli, "build", "--tag", PY_IMAGE, "--base-image", base, "--context", str(ROOT)],
-        env=engine.env, logfile=engine.workdir / "driver-build.log")
+        env={**engine.env, "MZATTN_GIT_COMMIT": commit},
+        logfile=engine.workdir / "driver-build.log")
     log(f"mzattn-repro docker run --image {PY_IMAGE} --results {results} {' '.join(TABLE)}")
+    logfile = engine.workdir / "driver-run.log"
+    logfile.unlink(missing_ok=True)
     run([*cli, "run", "--image", PY_IMAGE, "--shm-size", "1g", "--results", str(results), *TABLE],
-        env=engine.env, logfile=engine.workdir / "driver-run.log")
+        env=engine.env, logfile=logfile)
+    no_gpu = not (engine.has_nvidia() or Path("/dev/nvidiactl").exists())
+    if no_gpu and "running on the CPU" not in logfile.read_text():
+        raise Failed(f"no GPU and no NVIDIA runtime here, and `docker run` did not say that it "
+                     f"fell back to the CPU ({logfile})")
 
 
 # ---------------------------------------------------------------- results
@@ -394,7 +407,7 @@ def test(engine: Engine, state: dict) -> str:
     cells = check_results(readme, uid, gid, commit)
     if uid == 0:
         foreign_owner_run(engine, readme, foreign)
-    driver_run(engine, base, driver)
+    driver_run(engine, base, commit, driver)
     cells += check_results(driver, uid, gid, commit)
     base_note = "cached" if base_seconds is None else f"built in {base_seconds:.0f} s"
     return (f"docker-test OK: image {IMAGE} {engine.image_size(IMAGE) / 1e9:.1f} GB, "

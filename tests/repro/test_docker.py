@@ -345,6 +345,9 @@ CONTEXT_FILES = {
     ".pytest_cache/v/cache/lastfailed": False, ".ruff_cache/0.6/x": False,
     "mzattn.egg-info/PKG-INFO": False, "build/lib/mzlayers/mab.py": False,
     "checkpoints/last.ckpt": False, "mzlayers/old.ckpt": False, ".cache/torch/hub/x": False,
+    "tests/repro/test_docker.py": False, "docs/docker.md": False, ".ci/run": False,
+    "docker/engine_test.py": False, "docker/cpu-base/Dockerfile": False,
+    "docker/requirements.py": True,
 }
 
 
@@ -354,7 +357,7 @@ def context_tree(tmp_path):
     for name in CONTEXT_FILES:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(name)
-    (root / "docker").mkdir()
+    (root / "docker").mkdir(exist_ok=True)
     shutil.copy(DOCKERFILE, root / dd.DOCKERFILE)
     shutil.copy(ROOT / ".dockerignore", root / ".dockerignore")
     return root
