@@ -128,6 +128,7 @@ class Engine:
         self.workdir = workdir
         self.env = dict(os.environ)
         self.process: subprocess.Popen | None = None
+        self.run_dir: Path | None = None
 
     def start(self) -> None:
         r"""Uses the running engine, else starts one (root only)."""
@@ -137,7 +138,7 @@ class Engine:
         if os.geteuid() != 0:
             raise Skipped("no Docker engine answers and not root to start one")
         ensure_tools("dockerd")
-        run_dir = Path(tempfile.mkdtemp(prefix="mzattn-dockerd-", dir="/run"))
+        run_dir = self.run_dir = Path(tempfile.mkdtemp(prefix="mzattn-dockerd-", dir="/run"))
         socket = f"unix://{run_dir}/docker.sock"
         self.env["DOCKER_HOST"] = socket
         self.log_path = self.workdir / "dockerd.log"
@@ -173,6 +174,7 @@ class Engine:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def docker(self, *args: str, **kwargs) -> subprocess.CompletedProcess:
         r"""``docker ARGS`` against this engine (see :func:`run`)."""
