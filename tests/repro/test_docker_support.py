@@ -85,11 +85,14 @@ def test_switch_user_drops_groups_then_gid_then_uid(monkeypatch):
 # -------------------------------------------------------- requirements.py
 
 
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
 def test_requirements_are_pyprojects_core_dependencies(requirements):
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    core = [str(r) for r in map(Requirement, importlib.metadata.requires("mzattn"))
-            if r.marker is None]
-    assert [str(Requirement(line)) for line in requirements.requirements(project, [])] == core
+    lines = requirements.requirements(pyproject(), [])
+    assert lines == pyproject()["dependencies"]
+    assert "torch" in {Requirement(line).name for line in lines}
 
 
 def test_requirements_expand_the_projects_own_extras(requirements, capsys):
@@ -104,7 +107,8 @@ def test_requirements_script_runs_on_the_cli(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "docker" / "requirements.py"),
                            str(ROOT / "pyproject.toml"), "all"], capture_output=True, text=True,
                           check=True)
-    assert "torch>=2.4,<=2.14.1" in done.stdout.splitlines()
+    torch = next(line for line in pyproject()["dependencies"] if line.startswith("torch"))
+    assert torch in done.stdout.splitlines()
 
 
 def test_requirements_read_toml_without_tomllib(monkeypatch):
