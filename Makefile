@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench clean docker-test
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ lint: setup
 
 test: lint
 	$(BIN)/python -m pytest -q
+
+# The image built and run on a real Docker engine (docker/engine_test.py; docs/docker.md).
+# Root starts an engine when none runs; KEEP=1 keeps the images, results and engine.
+docker-test: setup
+	$(BIN)/python docker/engine_test.py
 
 bench: setup
 	$(BIN)/mzattn-repro bench --readme docs/benchmarks.md

@@ -1,10 +1,13 @@
 r"""QM9 as sets of atoms (paper Task H, App. D.5.2, Table 28)."""
+import contextlib
 import csv
 import importlib.metadata
 import importlib.util
 import itertools
 import os
 import re
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
@@ -17,6 +20,37 @@ from torch_geometric.data import Data
 from mzattn.extras import require
 
 from ._io import SummarizedDataset, index_hash, missing_files_error
+
+#: What RDKit's extended-Hückel code (YAeHMOP, used by bond perception for a
+#: few thousand QM9 molecules) prints straight to the C stderr, past RDKit's
+#: logger: one line per odd interatomic distance.
+BOND_WARNING = "Distance between atoms"
+
+
+@contextlib.contextmanager
+def native_stderr_filtered(pattern: str, summary: str):
+    r"""Sends file descriptor 2 (where C/C++ code writes, past Python's
+    :obj:`sys.stderr` and RDKit's logger) to a temporary file while the block
+    runs; then writes back the lines without :obj:`pattern` and prints
+    :obj:`summary` formatted with the count of those with it, when any."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            lines = captured.read().decode(errors="replace").splitlines()
+            kept = [line for line in lines if pattern not in line]
+            if kept:
+                print("\n".join(kept), file=sys.stderr)
+            if len(kept) < len(lines):
+                print(summary.format(len(lines) - len(kept)), flush=True)
+
 
 # ------------------------------------------------------------------ units
 
@@ -387,7 +421,10 @@ class QM9(SummarizedDataset):
         RDLogger.DisableLog("rdApp.*")
         start = time.perf_counter()
         process = self._process_qm9pack if self.source == "qm9pack" else self._process_sdf
-        data_list, info = process()
+        with native_stderr_filtered(BOND_WARNING, "QM9: bond perception printed {} "
+                                    "'Distance between atoms ... is suspicious' warnings "
+                                    "(silenced; the molecules are kept)"):
+            data_list, info = process()
         info["source"] = self.source
         if self.source == "qm9pack":
             info["qm9pack_version"] = importlib.metadata.version("qm9pack")

@@ -26,7 +26,7 @@ from lightning.pytorch.utilities import rank_zero_only
 
 from .checkpoints import AtomicCheckpointIO, resumable
 from .datamodule import SetDataModule
-from .environment import environment_record
+from .envinfo import environment_record
 from .faults import Interrupted, atomic_write, is_no_space, no_space, set_aside, stop_on_signals
 from .history import History
 from .lightning_module import SetModule, output_channels

@@ -1,8 +1,9 @@
 r"""``mzattn-repro docker build|run``: builds the CUDA image of
 ``docker/Dockerfile`` and runs a table in it through docker-py's low-level
-:class:`docker.APIClient`, with every GPU of the host, the results folder
-mounted on ``/workspace/results``, the container's output streamed to ours
-and the container's exit code returned as ours."""
+:class:`docker.APIClient`, with every GPU of the host when the engine can give
+them (the CPU otherwise), the results folder mounted on
+``/workspace/results``, the container's output streamed to ours and the
+container's exit code returned as ours."""
 import argparse
 import codecs
 import os
@@ -27,6 +28,10 @@ CONTAINER_RESULTS = "/workspace/results"
 DEFAULT_SHM_SIZE = "8g"
 NVIDIA_TOOLKIT_URL = ("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/"
                       "latest/install-guide.html")
+#: What ``docker run`` says when it falls back to the CPU.
+NO_GPU_NOTE = ("mzattn-repro docker: the engine cannot give a container a GPU (no NVIDIA "
+               "container runtime); running on the CPU. Ask for GPUs with --gpus to make "
+               "this an error.")
 
 
 class DockerUnavailableError(RuntimeError):
@@ -94,6 +99,7 @@ def build_image(
     tag: str = DEFAULT_IMAGE,
     buildargs: dict[str, str] | None = None,
     nocache: bool = False,
+    network_mode: str | None = None,
     log: TextIO | None = None,
 ) -> str:
     r"""Builds :obj:`DOCKERFILE` of :obj:`context` (minus what its
@@ -107,6 +113,10 @@ def build_image(
         buildargs (dict[str, str], optional): ``--build-arg`` values, e.g.
             ``MZATTN_GIT_COMMIT`` and ``BASE_IMAGE``. (default: :obj:`None`)
         nocache (bool, optional): Rebuild every layer. (default: :obj:`False`)
+        network_mode (str, optional): Network of the ``RUN`` steps, as
+            ``docker build --network`` (e.g. :obj:`"host"` where the
+            default bridge cannot reach PyPI); :obj:`None` for the engine's
+            default. (default: :obj:`None`)
         log (TextIO, optional): Where the output goes; :obj:`None` for
             :obj:`sys.stdout`. (default: :obj:`None`)
 
@@ -115,7 +125,8 @@ def build_image(
     """
     log = sys.stdout if log is None else log
     chunks = api.build(path=str(context), dockerfile=DOCKERFILE, tag=tag, buildargs=buildargs,
-                       nocache=nocache, rm=True, forcerm=True, decode=True)
+                       nocache=nocache, network_mode=network_mode, rm=True, forcerm=True,
+                       decode=True)
     image_id = None
     for chunk in chunks:
         if "error" in chunk:
@@ -135,7 +146,7 @@ def run_table(
     *,
     image: str = DEFAULT_IMAGE,
     results_dir: Path = Path("results"),
-    gpus: bool = True,
+    gpus: bool | None = None,
     shm_size: str = DEFAULT_SHM_SIZE,
     user: str | None = None,
     volumes: Sequence[str] = (),
@@ -154,8 +165,10 @@ def run_table(
         image (str, optional): Image to run. (default: :obj:`"mzattn-repro"`)
         results_dir (Path, optional): Host folder for the results.
             (default: :obj:`results`)
-        gpus (bool, optional): Request every GPU of the host.
-            (default: :obj:`True`)
+        gpus (bool, optional): :obj:`True`: every GPU of the host, an
+            error when the engine cannot give them; :obj:`False`: none;
+            :obj:`None`: every GPU when the engine can give them, else the
+            CPU with :data:`NO_GPU_NOTE` in :obj:`log`. (default: :obj:`None`)
         shm_size (str, optional): Size of ``/dev/shm``. (default: :obj:`"8g"`)
         user (str, optional): ``uid:gid`` to run as; :obj:`None` for the
             image's non-root user. (default: :obj:`None`)
@@ -165,16 +178,34 @@ def run_table(
             :obj:`sys.stdout`. (default: :obj:`None`)
 
     Raises:
-        GPURuntimeError: when :obj:`gpus` is set and the engine has no
-            NVIDIA container runtime.
+        GPURuntimeError: when :obj:`gpus` is :obj:`True` and the engine has
+            no NVIDIA container runtime.
     """
     log = sys.stdout if log is None else log
     results_dir = Path(results_dir).resolve()
     results_dir.mkdir(parents=True, exist_ok=True)
     binds = [f"{results_dir}:{CONTAINER_RESULTS}:rw", *(_bind(v) for v in volumes)]
-    host_config = api.create_host_config(
-        binds=binds, shm_size=shm_size, device_requests=[gpu_request()] if gpus else None)
-    container = api.create_container(image, command=list(command), user=user,
+
+    def attempt(with_gpus: bool) -> int:
+        host_config = api.create_host_config(
+            binds=binds, shm_size=shm_size,
+            device_requests=[gpu_request()] if with_gpus else None)
+        return _run_container(api, image, list(command), host_config, user, with_gpus, log)
+
+    if gpus is not False:
+        try:
+            return attempt(True)
+        except GPURuntimeError:
+            if gpus:
+                raise
+            log.write(NO_GPU_NOTE + "\n")
+    return attempt(False)
+
+
+def _run_container(api: docker.APIClient, image: str, command: list[str], host_config: dict,
+                   user: str | None, gpus: bool, log: TextIO) -> int:
+    # One container: created, started, logs streamed, exit code; always removed.
+    container = api.create_container(image, command=command, user=user,
                                      host_config=host_config)["Id"]
     try:
         _start(api, container, gpus)
@@ -204,7 +235,8 @@ def _start(api: docker.APIClient, container: str, gpus: bool) -> None:
             raise GPURuntimeError(
                 f"the Docker engine cannot give the container a GPU: {message}\nInstall the "
                 f"NVIDIA Container Toolkit ({NVIDIA_TOOLKIT_URL}) and restart Docker, or run "
-                "on the CPU with `mzattn-repro docker run --cpu ...`.") from e
+                "on the CPU with `mzattn-repro docker run --cpu ...` (without --gpus, "
+                "`docker run` falls back to the CPU by itself).") from e
         raise
 
 
@@ -228,12 +260,20 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--base-image", default=None,
                        help="override the pinned base image (e.g. a CUDA 13 build for Blackwell)")
     build.add_argument("--no-cache", action="store_true", help="rebuild every layer")
+    build.add_argument("--network", default=None,
+                       help="network of the RUN steps, as `docker build --network` "
+                            "(e.g. host; default: the engine's)")
 
     run = sub.add_parser("run", help="run `mzattn-repro COMMAND ...` in the image")
     run.add_argument("--image", default=DEFAULT_IMAGE, help="image (default: %(default)s)")
     run.add_argument("--results", type=Path, default=Path("results"),
                      help=f"host folder mounted on {CONTAINER_RESULTS} (default: %(default)s)")
-    run.add_argument("--cpu", action="store_true", help="do not request GPUs")
+    devices = run.add_mutually_exclusive_group()
+    devices.add_argument("--gpus", dest="gpus", action="store_const", const=True, default=None,
+                         help="request every GPU; an error when the engine cannot give them "
+                              "(default: every GPU when it can, else the CPU)")
+    devices.add_argument("--cpu", dest="gpus", action="store_const", const=False,
+                         help="do not request GPUs")
     run.add_argument("--shm-size", default=DEFAULT_SHM_SIZE,
                      help="/dev/shm size for DataLoader workers (default: %(default)s)")
     run.add_argument("--user", default="host",
@@ -258,12 +298,13 @@ def cli(argv: list[str]) -> int:
             if args.base_image:
                 buildargs["BASE_IMAGE"] = args.base_image
             image_id = build_image(api, source_root(args.context), tag=args.tag,
-                                   buildargs=buildargs, nocache=args.no_cache)
+                                   buildargs=buildargs, nocache=args.no_cache,
+                                   network_mode=args.network)
             print(f"built {args.tag} ({image_id})")
             return 0
         user = {"host": _host_user(), "image": None}.get(args.user, args.user)
         return run_table(api, [args.command, *args.args], image=args.image,
-                         results_dir=args.results, gpus=not args.cpu, shm_size=args.shm_size,
+                         results_dir=args.results, gpus=args.gpus, shm_size=args.shm_size,
                          user=user, volumes=args.volume)
     except docker.errors.ImageNotFound as e:
         print(f"error: {e.explanation}; build it first with `mzattn-repro docker build`",

@@ -1,17 +1,21 @@
-r"""What a bug report needs to know about the machine: package versions,
-CUDA, GPUs, CPU threads, the git commit and the cache folders
-(``mzattn-repro env``), plus the device the reproduction uses by default."""
+r"""The one environment module: what every result records (versions, git
+commit, time stamp: :func:`environment_record`) and what a bug report needs to
+know about the machine: package versions, CUDA, GPUs, CPU threads, the git
+commit and the cache folders (``mzattn-repro env``), plus the device the
+reproduction uses by default."""
 import argparse
+import datetime
+import functools
 import importlib.metadata
 import json
 import os
+import os.path as osp
 import platform
+import subprocess
 import sys
 from typing import Any
 
 import torch
-
-from .environment import git_commit as checkout_commit
 
 #: Distributions whose versions decide what a run computes.
 PACKAGES: tuple[str, ...] = (
@@ -26,6 +30,11 @@ ENV_VARS: tuple[str, ...] = (
     "TORCH_HOME", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
 )
 
+#: Packages whose versions every result records.
+RECORDED_PACKAGES: tuple[str, ...] = (
+    "mzattn", "torch", "lightning", "torch_geometric", "torchmetrics", "numpy",
+)
+
 #: Set in the Docker image (``docker/Dockerfile``) from a build argument,
 #: because the image does not contain the ``.git`` folder.
 GIT_COMMIT_ENV = "MZATTN_GIT_COMMIT"
@@ -38,11 +47,39 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+@functools.cache
+def checkout_commit() -> str | None:
+    r"""The commit of the source tree (suffixed :obj:`-dirty` when tracked
+    files are modified), or :obj:`None` outside a git checkout."""
+    root = osp.dirname(osp.dirname(osp.abspath(__file__)))
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                                text=True, check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, capture_output=True, text=True, check=True,
+                               timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{commit}-dirty" if dirty else commit
+
+
 def git_commit() -> str | None:
     r"""The commit of the code that runs: :obj:`$MZATTN_GIT_COMMIT` when set
     (the Docker image, which has no ``.git`` folder), else that of the source
-    checkout (:func:`mzattn.repro.environment.git_commit`)."""
+    checkout (:func:`checkout_commit`)."""
     return os.environ.get(GIT_COMMIT_ENV) or checkout_commit()
+
+
+def environment_record() -> dict[str, Any]:
+    r"""What every result records: Python and :data:`RECORDED_PACKAGES`
+    versions, the git commit (:func:`git_commit`), the platform and the UTC
+    time."""
+    found = package_versions(tuple(name.replace("_", "-") for name in RECORDED_PACKAGES))
+    versions = dict(zip(RECORDED_PACKAGES, found.values(), strict=True))
+    versions["python"] = platform.python_version()
+    return {"versions": versions, "git_commit": git_commit(),
+            "platform": platform.platform(),
+            "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat()}
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from ..cells import write_json_atomic
-from ..environment import environment_record
+from ..envinfo import environment_record
 from ..spec import QUICK, SMOKE, Profile, full
 from .calibration import (
     StdMap,

@@ -240,3 +240,22 @@ def test_full_qm9pack():
     assert int(dataset.slices["x"].diff().max()) == 29
     split = dataset.split(seed=0)
     assert (len(split.train), len(split.val), len(split.test)) == (40_000, 5_000, 5_000)
+
+
+def test_native_bond_warnings_become_one_summary_line(capfd):
+    # RDKit's extended-Hückel code writes to the C stderr, past RDKit's logger.
+    with qm9.native_stderr_filtered(qm9.BOND_WARNING, "{} warnings silenced"):
+        for index in range(3):
+            os.write(2, f"!!! Warning !!! {qm9.BOND_WARNING} {index} and 1 (0.96 A)\n".encode())
+        os.write(2, b"something else\n")
+    out, err = capfd.readouterr()
+    assert out == "3 warnings silenced\n"
+    assert err == "something else\n"
+
+
+def test_native_stderr_is_restored_when_processing_fails(capfd):
+    with pytest.raises(RuntimeError), qm9.native_stderr_filtered("x", "{}"):
+        os.write(2, b"kept\n")
+        raise RuntimeError
+    os.write(2, b"after\n")
+    assert capfd.readouterr().err == "kept\nafter\n"

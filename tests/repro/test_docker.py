@@ -1,12 +1,14 @@
 r"""The CUDA image (``docker/Dockerfile``, ``.dockerignore``) and the
 docker-py driver of ``mzattn-repro docker build|run``.
 
-No Docker engine runs on our machines, so the driver is tested against a
-fake engine: an HTTP server on localhost that answers the Docker API routes
-the driver uses and records every request docker-py's own
-:class:`docker.APIClient` sends (JSON bodies, query strings, the tar of the
-build context). The tests that need a real engine are marked
-``docker_engine`` and skip with the reason when none answers."""
+The driver is tested against a fake engine: an HTTP server on localhost
+that answers the Docker API routes the driver uses and records every request
+docker-py's own :class:`docker.APIClient` sends (JSON bodies, query strings,
+the tar of the build context). The tests that need a real engine are marked
+``docker_engine``: they build on the base image of ``--docker-base-image`` or
+``$MZATTN_DOCKER_BASE_IMAGE`` and skip with the reason when no engine
+answers or it lacks that image. ``make docker-test`` (``docker/engine_test.py``)
+builds and runs the image on a real engine end to end."""
 import importlib.metadata
 import io
 import json
@@ -27,7 +29,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import docker
 import pytest
+from mzattn.repro import container as entry
 from mzattn.repro import docker_driver as dd
+from mzattn.repro import envinfo
 from packaging.requirements import Requirement
 from packaging.version import Version
 
@@ -65,7 +69,7 @@ def _resolve_from(instructions: list[tuple[str, str]]) -> list[tuple[str, str]]:
             name, default = value.split("=", 1)
             args[name] = default
         if keyword == "FROM":
-            value = re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], value)
+            value = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), m.group(0)), value)
         resolved.append((keyword, value))
     return resolved
 
@@ -124,15 +128,23 @@ def test_torch_of_the_base_image_is_pinned_for_pip(dockerfile):
 def test_package_is_installed_from_the_context_at_build_time(dockerfile):
     copies = only(dockerfile, "COPY")
     assert ". /tmp/mzattn-src" in copies
-    assert any(re.search(r"pip install '/tmp/mzattn-src\[all\]'(\s|$)", r)
+    assert any(re.search(r'pip install "/tmp/mzattn-src\[\$\{MZATTN_EXTRAS\}\]"', r)
                for r in only(dockerfile, "RUN"))
 
 
-def test_entrypoint_is_the_console_script(dockerfile):
+def test_dependencies_come_from_pyproject_with_the_same_extras(dockerfile):
+    (extras,) = [v for v in only(dockerfile, "ARG") if v.startswith("MZATTN_EXTRAS=")]
+    deps = next(r for r in only(dockerfile, "RUN") if "requirements.py" in r)
+    assert "${MZATTN_EXTRAS}" in deps and "pip install -r" in deps
+    assert extras == "MZATTN_EXTRAS=all"
+
+
+def test_entrypoint_runs_the_console_script_through_the_user_switch(dockerfile):
     (entrypoint,) = only(dockerfile, "ENTRYPOINT")
-    assert json.loads(entrypoint) == ["mzattn-repro"]
-    (script,) = importlib.metadata.entry_points(group="console_scripts", name="mzattn-repro")
+    assert json.loads(entrypoint) == ["python", "-m", entry.__name__]
+    (script,) = importlib.metadata.entry_points(group="console_scripts", name=entry.COMMAND)
     assert script.value == "mzattn.repro.cli:main"
+    assert entry.RESULTS == dd.CONTAINER_RESULTS
 
 
 def test_results_volume_is_where_the_cli_writes(dockerfile):
@@ -146,14 +158,36 @@ def test_results_volume_is_where_the_cli_writes(dockerfile):
     assert keywords.index("VOLUME") > max(i for i, k in enumerate(keywords) if k == "RUN")
 
 
-def test_runs_as_a_non_root_user(dockerfile):
+def test_builds_as_a_non_root_user_and_starts_as_root_to_switch(dockerfile):
     users = only(dockerfile, "USER")
-    assert users and users[-1] not in ("root", "0") and not users[-1].startswith("0:")
     useradd = next(r for r in only(dockerfile, "RUN") if "useradd" in r)
     uid = int(re.search(r"--uid (\d+)", useradd).group(1))
-    assert uid != 0 and re.search(rf"\b{users[-1]}\b", useradd)
+    assert uid != 0 and re.search(rf"\b{users[0]}\b", useradd)
+    # The entry point switches to the results folder's owner, which needs root.
+    assert users[-1] == "root"
     keywords = [k for k, _ in dockerfile]
-    assert keywords.index("USER") < keywords.index("ENTRYPOINT")
+    last_user = max(i for i, k in enumerate(keywords) if k == "USER")
+    assert last_user > max(i for i, k in enumerate(keywords) if k == "RUN")
+
+
+def test_commit_argument_comes_after_every_expensive_layer(dockerfile):
+    keywords = list(dockerfile)
+    commit_arg = keywords.index(("ARG", "MZATTN_GIT_COMMIT=unknown"))
+    expensive = [i for i, (k, v) in enumerate(keywords)
+                 if k in ("RUN", "COPY") and ("pip install" in v or "QM9" in v or k == "COPY")]
+    assert expensive and commit_arg > max(expensive)
+    assert "MZATTN_GIT_COMMIT=${MZATTN_GIT_COMMIT}" in only(dockerfile, "ENV")
+
+
+def test_cpu_base_installs_the_torch_of_the_pinned_image(dockerfile, torch_requirement):
+    base = parse_dockerfile(ROOT / "docker" / "cpu-base" / "Dockerfile")
+    args = dict(v.split("=", 1) for v in only(base, "ARG") if "=" in v)
+    (pinned,) = only(dockerfile, "FROM")
+    assert pinned.startswith(f"pytorch/pytorch:{args['TORCH_VERSION']}-")
+    vision = next(r for r in map(Requirement, importlib.metadata.requires("mzattn"))
+                  if r.name == "torchvision")
+    assert Version(args["TORCHVISION_VERSION"]) in vision.specifier
+    assert Version(args["TORCH_VERSION"]) in torch_requirement.specifier
 
 
 def test_caches_qm9_processing_and_torch_home(dockerfile):
@@ -161,11 +195,11 @@ def test_caches_qm9_processing_and_torch_home(dockerfile):
     assert env["TORCH_HOME"].startswith("/workspace/")
     assert env["MZATTN_QM9_ROOT"].startswith(env["MZATTN_DATA"].rstrip("/") + "/")
     keywords = [(k, v) for k, v in dockerfile]
-    user_at = max(i for i, (k, _) in enumerate(keywords) if k == "USER")
     qm9_runs = [i for i, (k, v) in enumerate(keywords)
                 if k == "RUN" and "QM9(os.environ['MZATTN_QM9_ROOT'])" in v]
     # processed as the non-root user, so the cached files are its own
-    assert qm9_runs and all(i > user_at for i in qm9_runs)
+    users = [[v for k, v in keywords[:i] if k == "USER"] for i in qm9_runs]
+    assert qm9_runs and all(u and u[-1] not in ("root", "0") for u in users)
 
 
 # -------------------------------------------------------- the fake engine
@@ -311,6 +345,9 @@ CONTEXT_FILES = {
     ".pytest_cache/v/cache/lastfailed": False, ".ruff_cache/0.6/x": False,
     "mzattn.egg-info/PKG-INFO": False, "build/lib/mzlayers/mab.py": False,
     "checkpoints/last.ckpt": False, "mzlayers/old.ckpt": False, ".cache/torch/hub/x": False,
+    "tests/repro/test_docker.py": False, "docs/docker.md": False, ".ci/run": False,
+    "docker/engine_test.py": False, "docker/cpu-base/Dockerfile": False,
+    "docker/requirements.py": True,
 }
 
 
@@ -320,7 +357,7 @@ def context_tree(tmp_path):
     for name in CONTEXT_FILES:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(name)
-    (root / "docker").mkdir()
+    (root / "docker").mkdir(exist_ok=True)
     shutil.copy(DOCKERFILE, root / dd.DOCKERFILE)
     shutil.copy(ROOT / ".dockerignore", root / ".dockerignore")
     return root
@@ -401,13 +438,51 @@ def test_run_on_cpu_requests_no_device(engine, api, tmp_path):
     assert "DeviceRequests" not in create["HostConfig"] and create.get("User") is None
 
 
-def test_missing_nvidia_runtime_is_a_clear_error_and_removes_the_container(engine, api,
-                                                                           tmp_path):
-    engine.start_error = (500, {"message": 'could not select device driver "" with '
-                                           "capabilities: [[gpu]]"})
+NO_NVIDIA = (500, {"message": 'could not select device driver "" with capabilities: [[gpu]]'})
+
+
+class StartFailsOnce(FakeEngine):
+    r"""An engine whose first container start fails with :attr:`start_error`."""
+
+    def route(self, method, path):
+        answer = super().route(method, path)
+        if path.endswith("/start") and self.start_error:
+            self.start_error = None
+        return answer
+
+
+def test_missing_nvidia_runtime_with_gpus_asked_is_a_clear_error_and_removes_the_container(
+        engine, api, tmp_path):
+    engine.start_error = NO_NVIDIA
     with pytest.raises(dd.GPURuntimeError, match="NVIDIA Container Toolkit.*--cpu"):
-        dd.run_table(api, ["table28"], results_dir=tmp_path, log=io.StringIO())
+        dd.run_table(api, ["table28"], results_dir=tmp_path, gpus=True, log=io.StringIO())
     assert engine.find("DELETE", f"/containers/{CONTAINER_ID}")
+    assert len(engine.find("POST", "/containers/create")) == 1
+
+
+def test_missing_nvidia_runtime_by_default_says_so_and_runs_on_the_cpu(tmp_path):
+    server = StartFailsOnce()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        server.start_error, log = NO_NVIDIA, io.StringIO()
+        code = dd.run_table(dd.connect(server.url), ["list"], results_dir=tmp_path, log=log)
+        creates = [json.loads(r[3])["HostConfig"] for r in server.find("POST",
+                                                                       "/containers/create")]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code == 0
+    assert log.getvalue().startswith(dd.NO_GPU_NOTE + "\n")
+    assert [("DeviceRequests" in host) for host in creates] == [True, False]
+    assert len(server.find("DELETE", f"/containers/{CONTAINER_ID}")) == 2
+
+
+def test_cli_gpus_and_cpu_flags_exclude_each_other(capsys):
+    with pytest.raises(SystemExit):
+        dd._parser().parse_args(["run", "--gpus", "--cpu", "list"])
+    assert dd._parser().parse_args(["run", "list"]).gpus is None
+    assert dd._parser().parse_args(["run", "--gpus", "list"]).gpus is True
+    assert dd._parser().parse_args(["run", "--cpu", "list"]).gpus is False
 
 
 def test_other_start_errors_are_not_blamed_on_the_gpu(engine, api, tmp_path):
@@ -448,6 +523,13 @@ def test_cli_build_passes_commit_and_base_image(engine, context_tree, capsys, mo
     assert json.loads(query["buildargs"][0]) == {
         "MZATTN_GIT_COMMIT": "feedbeef",
         "BASE_IMAGE": "pytorch/pytorch:2.14.1-cuda13.2-cudnn9-runtime"}
+    assert "networkmode" not in query
+
+
+def test_cli_build_passes_the_network(engine, context_tree):
+    assert dd.cli(["--docker-host", engine.url, "build", "--context", str(context_tree),
+                   "--network", "host"]) == 0
+    assert engine.find("POST", "/build")[0][2]["networkmode"] == ["host"]
 
 
 # ------------------------------------------------------ real engine (opt-in)
@@ -462,22 +544,43 @@ def real_api():
 
 
 @pytest.fixture(scope="module")
-def real_image(real_api):
-    tag = "mzattn-repro:pytest"
-    dd.build_image(real_api, ROOT, tag=tag, buildargs={"MZATTN_GIT_COMMIT": "pytest"})
+def base_image(request, real_api) -> str:
+    r"""The base image of the engine tests: ``--docker-base-image``, else
+    ``$MZATTN_DOCKER_BASE_IMAGE``, else the Dockerfile's pinned tag; skips
+    when the engine does not have it (no registry is pulled from)."""
+    tag = (request.config.getoption("--docker-base-image")
+           or os.environ.get("MZATTN_DOCKER_BASE_IMAGE")
+           or only(parse_dockerfile(DOCKERFILE), "FROM")[0])
+    try:
+        real_api.inspect_image(tag)
+    except docker.errors.ImageNotFound:
+        pytest.skip(f"the engine has no base image {tag!r}: pull it, or build a CPU one with "
+                    "`KEEP=1 make docker-test` and pass --docker-base-image")
     return tag
 
 
+@pytest.fixture(scope="module")
+def real_image(real_api, base_image):
+    r"""The image built on :func:`base_image` with the commit that
+    ``mzattn-repro docker build`` passes, so that it shares its layers."""
+    tag = "mzattn-repro:pytest"
+    dd.build_image(real_api, ROOT, tag=tag, buildargs={
+        "BASE_IMAGE": base_image, envinfo.GIT_COMMIT_ENV: envinfo.git_commit() or "unknown"})
+    yield tag
+    real_api.remove_image(tag, force=True)
+
+
 @pytest.mark.docker_engine
-@pytest.mark.parametrize("gpus", [False, True], ids=["cpu", "gpu"])
+@pytest.mark.parametrize("gpus", [False, None], ids=["cpu", "auto"])
 def test_real_engine_runs_table28_smoke(real_api, real_image, tmp_path, gpus):
-    try:
-        code = dd.run_table(real_api, ["table28", "--profile", "smoke"], image=real_image,
-                            results_dir=tmp_path, gpus=gpus, user=f"{os.getuid()}:{os.getgid()}")
-    except dd.GPURuntimeError as e:
-        pytest.skip(f"engine has no NVIDIA runtime: {e}".splitlines()[0])
+    code = dd.run_table(real_api, ["table28", "--profile", "smoke"], image=real_image,
+                        results_dir=tmp_path, gpus=gpus, user=f"{os.getuid()}:{os.getgid()}")
     assert code == 0
-    assert list(tmp_path.rglob("*.json"))
+    cells = list((tmp_path / "table28" / "cells").rglob("*.json"))
+    assert cells and (tmp_path / "table28" / "report.md").is_file()
+    commits = {json.loads(c.read_text())["git_commit"] for c in cells}
+    assert commits == {envinfo.git_commit() or "unknown"}
+    assert {p.stat().st_uid for p in tmp_path.rglob("*")} == {os.getuid()}
 
 
 # ---------------------------------------------------- entrypoint contract

@@ -72,3 +72,11 @@ def test_cli_prints_the_report(capsys, as_json):
         assert info["default_device"] == envinfo.default_device()
     else:
         assert out.startswith("python: ") and "packages:" in out and "cpu: logical_cpus=" in out
+
+
+def test_result_records_carry_the_image_commit(monkeypatch):
+    # Cells written in the Docker image (no .git) record the build's commit.
+    monkeypatch.setenv(envinfo.GIT_COMMIT_ENV, "0123abcd")
+    record = envinfo.environment_record()
+    assert record["git_commit"] == "0123abcd"
+    assert set(record["versions"]) == {*envinfo.RECORDED_PACKAGES, "python"}
