@@ -11,7 +11,7 @@ from .faults import atomic_write_text
 from .figures import learning_curves
 from .results import Results, load_records, set_aside_records
 from .spec import TableSpec, Verdict
-from .verdicts import decide
+from .verdicts import decide, decide_study
 
 METRIC_NAMES = {"r2": "R²", "mse": "MSE", "acc": "accuracy", "nll": "NLL"}
 
@@ -111,12 +111,14 @@ def _param_lines(spec: TableSpec, results: Results, paper) -> list[str]:
 
 def verdicts(spec: TableSpec, results: Results) -> list[tuple[str, Verdict]]:
     r"""Every headline claim of :obj:`spec` with its published verdict
-    (:func:`mzattn.repro.verdicts.decide`)."""
+    (:func:`mzattn.repro.verdicts.decide`; for an analysis table,
+    :obj:`TableSpec.study`, :func:`mzattn.repro.verdicts.decide_study`)."""
     decided = []
     for claim in spec.claims:
         with results.tracking() as read:
             check = claim.check(results)
-        decided.append((claim.text, decide(results, check, read)))
+        decided.append((claim.text, decide_study(check, results.profiles) if spec.study
+                        else decide(results, check, read)))
     return decided
 
 
@@ -168,9 +170,12 @@ def _reading_lines(spec: TableSpec) -> list[str]:
 
 
 def render(spec: TableSpec, results: Results, figure: str | None = None,
-           curves: str | None = None, unreadable: list[str] | None = None) -> str:
+           curves: str | None = None, unreadable: list[str] | None = None,
+           folder: str | None = None) -> str:
     r"""The markdown report of one table; :obj:`unreadable` lists the cell
-    files that could not be used (:func:`~mzattn.repro.results.load_records`)."""
+    files that could not be used (:func:`~mzattn.repro.results.load_records`),
+    :obj:`folder` is where a table with :obj:`TableSpec.sections` keeps what
+    they need."""
     paper = paper_table_of(spec)
     lines = [f"# {spec.key}: {spec.title}", "", *_header(spec, results), ""]
     if spec.notes:
@@ -180,6 +185,8 @@ def render(spec: TableSpec, results: Results, figure: str | None = None,
     lines += [f"- **{v.status}** — {text} ({v.detail})"
               + (f" [{v.convergence}]" if v.convergence else "")
               for text, v in verdicts(spec, results)]
+    if spec.sections is not None and folder is not None:
+        lines += ["", *spec.sections(results, folder)]
     lines += ["", "## Results (test split, model selected on validation loss)", ""]
     lines += _value_lines(spec, results, paper)
     lines += ["", "## Parameters", ""] + _param_lines(spec, results, paper)
@@ -220,5 +227,5 @@ def write_report(spec: TableSpec, out: str) -> str:
     if not learning_curves(results, curves):
         curves = None
     path = osp.join(folder, "report.md")
-    atomic_write_text(render(spec, results, figure, curves, unreadable), path)
+    atomic_write_text(render(spec, results, figure, curves, unreadable, folder), path)
     return path

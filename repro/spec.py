@@ -229,6 +229,14 @@ class TableSpec:
             paper's figure as a PNG. (default: :obj:`None`)
         notes (str, optional): Deviations and choices, printed in the
             report. (default: :obj:`""`)
+        sections (callable, optional): :obj:`sections(results, folder)`
+            returns extra Markdown lines printed after the verdicts (e.g. the
+            target statistics of Table 3's sensitivity study).
+            (default: :obj:`None`)
+        study (bool, optional): An analysis table (a sensitivity study, not
+            a paper table): its claims are published by
+            :func:`mzattn.repro.verdicts.decide_study`, so a failed check is
+            never "contradicted". (default: :obj:`False`)
     """
     key: str
     title: str
@@ -242,6 +250,8 @@ class TableSpec:
     claims: tuple[Claim, ...] = ()
     figure: Callable[[Any, str], None] | None = None
     notes: str = ""
+    sections: Callable[[Any, str], list[str]] | None = None
+    study: bool = False
 
     def __post_init__(self) -> None:
         missing = set(PROFILES) - set(self.profiles)

@@ -12,6 +12,7 @@ TABLE_MODULES: dict[str, str] = {
     "table1": "table01_depth_separation",
     "table2": "table02_main",
     "table3": "table03_meb",
+    "table3-sensitivity": "table03_sensitivity",  # issue 18: Table 3's distribution axis
     "table4": "table04_rotation_scaling",
     "table5": "table05_hypernet_rank",
     "table6": "table06_parameter_efficiency",
