@@ -46,7 +46,7 @@ def summary_rows(out: str, specs: list[TableSpec]) -> list[dict[str, str]]:
                          "convergence": result.convergence,
                          "numbers": _numbers(spec, results, result.read),
                          "detail": result.detail, "profiles": ",".join(results.profiles),
-                         "command": command})
+                         "command": command, "study": spec.study})
     return rows
 
 
@@ -75,14 +75,16 @@ def write_summary(out: str, rows: list[dict[str, str]]) -> str:
 def verdict_table(summaries: dict[str, list[dict[str, str]]]) -> str:
     r"""The README's verdict table: one row per claim that ran, taken from
     the first folder of :obj:`summaries` (folder → :func:`summary_rows`,
-    the paper-protocol folder first) where it ran."""
+    the paper-protocol folder first) where it ran. Claims of analysis tables
+    (:obj:`TableSpec.study`, e.g. Table 3's sensitivity study) are left to
+    their reports and :obj:`SUMMARY.md`: they are not claims of the paper."""
     lines = ["| Claim | Verdict | Runs behind it | Ours (paper) | Command |",
              "| --- | --- | --- | --- | --- |"]
     seen = set()
     for out, rows in summaries.items():
         for r in rows:
             key = (r["table"], r["claim"])
-            if r["verdict"] == "not run" or key in seen:
+            if r["verdict"] == "not run" or r.get("study") or key in seen:
                 continue
             seen.add(key)
             lines.append(f"| {r['table']}: {_cell(r['claim'])} | **{r['verdict']}** | "

@@ -179,12 +179,17 @@ def statistics_lines(results, folder: str) -> list[str]:
         lines.append(f"| {column.label} | {DESCRIPTIONS[column.label]} | "
                      f"{s['target_mean']:.3f} ± {s['target_std']:.3f} | "
                      f"{s['fit_r2_moments']:.3f} | {s['fit_r2']:.3f} | {models} |")
+    return lines + ["", _finding(results)]
+
+
+def _finding(results) -> str:
+    if results.profiles == ["smoke"]:
+        return "**Finding:** none (smoke profile: a pipeline check only)."
     matches = matching_variants(results)
-    lines += ["", "**Finding:** " + (
-        f"the paper's pattern appears on {', '.join(matches)}." if matches else
-        "no variant run gives the paper's pattern (PMA baselines near 0, mean-pool high, "
-        "MZAttn-Full escaping).")]
-    return lines
+    if matches:
+        return f"**Finding:** the paper's d=8 pattern appears on {', '.join(matches)}."
+    return ("**Finding:** no variant run gives the paper's d=8 pattern (PMA baselines near 0, "
+            "mean-pool high, MZAttn-Full escaping).")
 
 
 def figure(results, path: str) -> None:

@@ -92,14 +92,16 @@ def decide(results: Results, check: Verdict, read: set[Cell]) -> Verdict:
     return replace(check, status=INCONCLUSIVE, detail=f"{check.detail}. Cannot decide: {shown}")
 
 
-def decide_study(check: Verdict, profiles: list[str]) -> Verdict:
+def decide_study(check: Verdict, profiles: list[str], why: str | None = None) -> Verdict:
     r"""The published verdict of an analysis claim (Tables 19-21, the TDOF
-    probes), decided on study records whose models keep no learning curve:
-    a failed check there is never "contradicted"."""
+    probes, Table 3's sensitivity study), decided on study records whose
+    models keep no learning curve, or whose claim is about the study rather
+    than the paper: a failed check there is never "contradicted" (:obj:`why`
+    says why at the paper's protocol)."""
     if profiles == ["smoke"] and check.status != NOT_RUN:
         return replace(check, status=PIPELINE_ONLY)
     if check.status != NOT_REPRODUCED:
         return check
     why = "reduced profile" if profiles != [DECIDING_PROFILE] else \
-        "the study's models keep no learning curve to judge convergence"
+        why or "the study's models keep no learning curve to judge convergence"
     return replace(check, status=INCONCLUSIVE, detail=f"{check.detail}. Cannot decide: {why}")
