@@ -6,6 +6,7 @@ radius, :math:`R^2` across :math:`d \in \{8, 16, 32\}`.
     python repro/table03_meb.py --profile quick
 """
 import dataclasses
+import os.path as osp
 
 from mzattn.repro.claims import compare, verdict
 from mzattn.repro.figures import bars_and_lines
@@ -54,6 +55,12 @@ CLAIMS = (
               compare(results, ("Mamba + PMA", "d=32"), "<", ("MZAttn-Full", "d=32")))),
 )
 
+def _sensitivity(results, folder: str) -> list[str]:
+    # The finding of the distribution study run into the same results folder.
+    from mzattn.repro.table03_sensitivity import table3_lines
+    return table3_lines(osp.dirname(folder))
+
+
 SPEC = TableSpec(
     key="table3",
     title="MEB radius prediction (R², d = 8, 16, 32); Figure 1 right, Figure 2 left",
@@ -64,6 +71,7 @@ SPEC = TableSpec(
     notes="Quick profile: d=8 only, 1K/250/500 sets, batch 32, peak lr 5e-4 with a 2-epoch "
           "warm-up, at most 20 epochs (patience 6), one seed; the paper: 5K/1K/2K, batch 128, "
           "lr 1e-4, 200 epochs (patience 20), 5 seeds.",
+    sections=_sensitivity,
 )
 
 if __name__ == "__main__":

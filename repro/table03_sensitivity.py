@@ -21,7 +21,7 @@ import os.path as osp
 
 from mzattn.repro.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED, compare, verdict
 from mzattn.repro.runner import main as run_main
-from mzattn.repro.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, Verdict, full
+from mzattn.repro.spec import QUICK, SMOKE, Claim, Column, TableSpec, Verdict, full
 from mzattn.repro.table03_meb import ROWS as TABLE3_ROWS
 
 D = 8
@@ -185,11 +185,58 @@ def statistics_lines(results, folder: str) -> list[str]:
 def _finding(results) -> str:
     if results.profiles == ["smoke"]:
         return "**Finding:** none (smoke profile: a pipeline check only)."
-    matches = matching_variants(results)
+    return "**Finding:** " + " ".join(finding_sentences(results))
+
+
+def _ran(results) -> list[str]:
+    return [c.label for c in results.spec.columns
+            if all(results.mean(r.label, c.label) is not None for r in results.spec.rows)]
+
+
+def _collapsed(results) -> list[str]:
+    # variants whose PMA baselines all stay near zero
+    return [label for label in _ran(results)
+            if all(results.mean(row, label) <= 0.05 for row in PMA_ROWS)]
+
+
+def finding_sentences(results) -> list[str]:
+    r"""The study's finding in plain words, from the variants on which all
+    four models ran: where the PMA baselines collapse, and where the whole
+    paper pattern (:func:`pattern`) appears."""
+    ran = _ran(results)
+    if not ran:
+        return ["no variant has all four models yet."]
+    collapsed, matches = _collapsed(results), matching_variants(results)
+    easy = [label for label in ran if label not in collapsed]
+    lines = [f"on {len(ran)} variants with all four models ({', '.join(ran)}), the PMA "
+             f"baselines (Standard, ST-Large) stay at R² <= 0.05 only on "
+             f"{', '.join(collapsed) or 'none'}; they reach "
+             + ", ".join(f"{label} {max(results.mean(r, label) for r in PMA_ROWS):.2f}"
+                         for label in easy) + (" (best of the two)." if easy else ".")]
     if matches:
-        return f"**Finding:** the paper's d=8 pattern appears on {', '.join(matches)}."
-    return ("**Finding:** no variant run gives the paper's d=8 pattern (PMA baselines near 0, "
-            "mean-pool high, MZAttn-Full escaping).")
+        lines.append(f"The paper's whole d=8 pattern (mean-pool head >= 0.5, MZAttn-Full "
+                     f">= 0.3 beside the collapse) appears on {', '.join(matches)}.")
+    else:
+        lines.append("No variant run gives the paper's whole d=8 pattern (PMA baselines near "
+                     "0, mean-pool head high, MZAttn-Full escaping): "
+                     + "; ".join(f"{label}: mean-pool {results.mean(MEAN_POOL, label):.2f}, "
+                                 f"MZAttn-Full {results.mean(MZ, label):.2f}"
+                                 for label in collapsed) + ("." if collapsed else
+                                                            " the PMA baselines never collapse."))
+    return lines
+
+
+def table3_lines(out: str) -> list[str]:
+    r"""The section Table 3's report prints about this study, from its
+    cells under the same results folder :obj:`out`."""
+    from mzattn.repro.results import Results, load_records
+    results = Results(SPEC, load_records(out, SPEC.key))
+    command = f"`mzattn-repro table3-sensitivity --profile quick --out {out}`"
+    lines = ["## Sensitivity to the point distribution (issue 18)", ""]
+    if not results.ok or results.profiles == ["smoke"]:
+        return lines + [f"Not run in this folder ({command}); see docs/meb-sensitivity.md."]
+    return lines + [f"From {command} (profile {', '.join(results.profiles)}, report in "
+                    f"`{SPEC.key}/report.md`): " + " ".join(finding_sentences(results))]
 
 
 def figure(results, path: str) -> None:

@@ -12,8 +12,10 @@ from mzattn.repro.table03_sensitivity import (
     MZ,
     PMA_ROWS,
     SPEC,
+    finding_sentences,
     matching_variants,
     pattern,
+    table3_lines,
 )
 from mzattn.repro.target_statistics import (
     design,
@@ -23,7 +25,6 @@ from mzattn.repro.target_statistics import (
     split_statistics,
 )
 from mzattn.repro.verdicts import CONTRADICTED, INCONCLUSIVE, PIPELINE_ONLY
-
 
 # ------------------------------------------------------------ the data axis
 
@@ -148,3 +149,18 @@ def test_smoke_run_writes_the_distribution_axis_and_figure(tmp_path, options, mo
     assert (tmp_path / SPEC.key / f"{SPEC.key}.png").exists()
     assert (tmp_path / SPEC.key / "statistics.json").exists()
     write_report(SPEC, str(tmp_path))  # rebuilt from the cached statistics
+
+
+def test_finding_sentences_name_where_the_baselines_collapse():
+    results = _results({"default": EASY, "corner": COLLAPSE | {MEAN_POOL: 0.1}})
+    text = " ".join(finding_sentences(results))
+    assert "stay at R² <= 0.05 only on corner" in text and "default 0.95" in text
+    assert "No variant run gives the paper's whole d=8 pattern" in text
+    assert "corner: mean-pool 0.10, MZAttn-Full 0.69" in text
+    text = " ".join(finding_sentences(_results({"default": EASY, "corner": COLLAPSE})))
+    assert "appears on corner" in text
+    assert finding_sentences(_results({})) == ["no variant has all four models yet."]
+
+
+def test_table3_report_points_to_the_study(tmp_path):
+    assert "Not run in this folder" in " ".join(table3_lines(str(tmp_path)))
