@@ -262,7 +262,7 @@ def figure(results, path: str) -> None:
     ax.set_ylabel("test R² (MEB radius, d=8)")
     ax.set_ylim(min(-0.1, ax.get_ylim()[0]), 1.02)
     ax.set_title("Table 3 sensitivity: R² per model per reading of the distribution")
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     _save(fig, path)
     plt.close(fig)
 
