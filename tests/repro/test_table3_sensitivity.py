@@ -121,7 +121,9 @@ def test_a_failed_study_claim_is_never_contradicted():
         assert published.status == INCONCLUSIVE != CONTRADICTED
         assert "no variant run reproduces it" in published.detail
     [(_, partial)] = verdicts(SPEC, _results({"default": EASY}))
-    assert partial.status == NOT_RUN  # other variants may still reproduce it
+    assert partial.status == INCONCLUSIVE and "not run: one cluster" in partial.detail
+    [(_, nothing)] = verdicts(SPEC, _results({"default": {"Standard": 0.9}}))
+    assert nothing.status == NOT_RUN
     [(_, smoke)] = verdicts(SPEC, _results({"corner": COLLAPSE}, "smoke"))
     assert smoke.status == PIPELINE_ONLY
 
@@ -154,9 +156,9 @@ def test_smoke_run_writes_the_distribution_axis_and_figure(tmp_path, options, mo
 def test_finding_sentences_name_where_the_baselines_collapse():
     results = _results({"default": EASY, "corner": COLLAPSE | {MEAN_POOL: 0.1}})
     text = " ".join(finding_sentences(results))
-    assert "stay at R² <= 0.05 on corner and reach default 0.95 on the others" in text
+    assert "stay at R² <= 0.05 on corner and reach default 0.950 on the others" in text
     assert "No variant run gives the paper's whole d=8 pattern" in text
-    assert "corner: mean-pool 0.10, MZAttn-Full 0.69" in text
+    assert "corner: mean-pool 0.100, MZAttn-Full 0.690" in text
     text = " ".join(finding_sentences(_results({"default": EASY, "corner": COLLAPSE})))
     assert "appears on corner" in text
     assert finding_sentences(_results({})) == ["no variant has all four models yet."]
