@@ -61,6 +61,14 @@ CAMPAIGNS: dict[str, tuple[Entry, ...]] = {
         Entry("table3", ("Standard", "Standard (mean-pool head)", "ST-Large", "MZAttn-Full"),
               ("d=32",)),
     ),
+    # Issue 18, opt-in (not part of paper-protocol): the one reading of the MEB distribution on
+    # which the PMA baselines collapse at quick ("corner": one cluster, spread 1). There every
+    # model, MZAttn-Full included, stayed at the mean predictor within the quick budget, so
+    # the paper's protocol decides whether MZAttn-Full and the mean-pool head escape.
+    "meb-corner": (
+        Entry("table3-sensitivity", ("Standard", "Standard (mean-pool head)", "MZAttn-Full"),
+              ("corner",)),
+    ),
 }
 r"""Every campaign by name."""
 
