@@ -45,6 +45,19 @@ EXIT_STATUS = {0: "ok", 1: "failed", 3: "busy"}
 r"""Exit status of a cell's worker process → the cell's status."""
 
 
+TIMING_KEYS = ("wall_time_s", "finished_at", "epoch_time_s")
+r"""Record fields that differ between two runs of the same cell."""
+
+
+def outcome(record: dict[str, Any]) -> dict[str, Any]:
+    r""":obj:`record` without its timings (:obj:`TIMING_KEYS`, also in its
+    history): what every launcher must produce identically."""
+    kept = {k: v for k, v in record.items() if k not in TIMING_KEYS}
+    if "history" in kept:
+        kept["history"] = [outcome(row) for row in kept["history"]]
+    return kept
+
+
 @dataclass(frozen=True)
 class SlurmOptions:
     r"""What a SLURM job array asks for, per cell (one array task).
@@ -273,7 +286,11 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
             _write_report(cell.table, out)
 
     if launch_options.launcher == "slurm":
-        from .slurm import run_on_slurm
+        try:
+            from .slurm import run_on_slurm
+        except ModuleNotFoundError as error:
+            raise ValueError("'--launcher slurm' needs submitit: pip install "
+                             "'mzattn[slurm]'") from error
         run_on_slurm(cells, profile, out, options, launch_options.slurm, on_done)
         return statuses
     if launch_options.launcher != "local":
