@@ -41,7 +41,7 @@ from .environment import environment_record
 LAUNCHERS = ("local", "slurm")
 r"""The values of :obj:`--launcher`."""
 
-EXIT_STATUS = {0: "ok", 1: "failed", 3: "busy"}
+EXIT_STATUS = {0: "ok", 1: "failed", 3: "busy", 4: "skipped"}
 r"""Exit status of a cell's worker process → the cell's status."""
 
 
@@ -118,7 +118,9 @@ class LaunchOptions:
 class CellRun:
     r"""One cell to run, picklable: calling it in any process runs
     :func:`~mzattn.repro.cells.run_cell` with :obj:`threads` torch threads
-    on GPU :obj:`gpu` (if given) and returns the cell's status."""
+    on GPU :obj:`gpu` (if given) and returns the cell's status:
+    :obj:`"ok"`, :obj:`"failed"`, :obj:`"skipped"` (finished before) or
+    :obj:`"busy"` (another process holds it)."""
     cell: Cell
     profile: str
     out: str
@@ -138,26 +140,41 @@ class CellRun:
             torch.set_num_threads(self.threads)
         record = run_cell(load_spec(self.cell.table), self.cell, self.profile, self.out,
                           self.options)
-        return record["status"]
+        return "skipped" if record.get("skipped") else record["status"]
 
 
 class Progress:
-    r"""Counts of cells by state; prints one line each time they change."""
+    r"""Counts of cells by state: prints them each time they change, and a
+    line with the wall time of each cell that ends."""
     STATES = ("done", "running", "failed", "queued")
 
     def __init__(self, label: str, cells: Sequence[Cell]) -> None:
         self.label = label
         self.state = {cell_key(cell): "queued" for cell in cells}
+        self.started: dict[str, float] = {}
         self.shown = ""
 
     def set(self, cell: Cell, state: str) -> None:
         r"""Moves :obj:`cell` to :obj:`state` and prints the counts if they changed."""
-        self.state[cell_key(cell)] = state
+        key = cell_key(cell)
+        if state == "running":
+            self.started.setdefault(key, time.perf_counter())
+        self.state[key] = state
         counts = {s: sum(v == s for v in self.state.values()) for s in self.STATES}
         line = ", ".join(f"{n} {s}" for s, n in counts.items())
         if line != self.shown:
             self.shown = line
             say(f"{self.label}: {line} (of {len(self.state)})")
+
+    def end(self, cell: Cell, status: str) -> None:
+        r"""Prints how :obj:`cell` ended (a :class:`CellRun` status) and its
+        wall time, and counts it as done or failed."""
+        seconds = time.perf_counter() - self.started.pop(cell_key(cell), time.perf_counter())
+        say(f"{cell.table} {cell.cell_id}: {ENDINGS.get(status, status)} ({seconds:.0f} s)")
+        self.set(cell, "failed" if status == "failed" else "done")
+
+
+ENDINGS = {"skipped": "skipped (finished before)", "busy": "busy (another run holds its lock)"}
 
 
 def cell_key(cell: Cell) -> str:
@@ -227,7 +244,7 @@ def run_in_process(runs: Sequence[CellRun], on_done: Callable[[Cell, str], None]
     for run in runs:
         progress.set(run.cell, "running")
         status = run()
-        progress.set(run.cell, "failed" if status == "failed" else "done")
+        progress.end(run.cell, status)
         on_done(run.cell, status)
 
 
@@ -255,7 +272,7 @@ def run_in_processes(runs: Sequence[CellRun], slots: Sequence[int | None],
             if status is None:
                 status = record_failure(run.cell, run.profile, run.out,
                                         _exit_reason(process.exitcode))["status"]
-            progress.set(run.cell, "failed" if status == "failed" else "done")
+            progress.end(run.cell, status)
             on_done(run.cell, status)
 
 
@@ -272,8 +289,7 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
     r"""Runs :obj:`cells` as :obj:`launch_options` says, rebuilds the report
     of each table once its last cell has ended (after each of its cells if
     :obj:`report_each_cell`), and returns every cell's status by
-    :func:`cell_key`: :obj:`"ok"`, :obj:`"failed"`, or :obj:`"busy"` when
-    another process holds it."""
+    :func:`cell_key` (:class:`CellRun`)."""
     options = options or RunOptions()
     launch_options = launch_options or LaunchOptions()
     statuses: dict[str, str] = {}
@@ -282,7 +298,7 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
     def on_done(cell: Cell, status: str) -> None:
         statuses[cell_key(cell)] = status
         left[cell.table] -= 1
-        if left[cell.table] == 0 or (report_each_cell and status != "busy"):
+        if left[cell.table] == 0 or (report_each_cell and status in ("ok", "failed")):
             _write_report(cell.table, out)
 
     if launch_options.launcher == "slurm":

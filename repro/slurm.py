@@ -132,7 +132,7 @@ def run_on_slurm(cells: Sequence[Cell], profile: str, out: str, options: RunOpti
         except RuntimeError as error:
             for cell in group:
                 record_failure(cell, profile, out, str(error))
-                progress.set(cell, "failed")
+                progress.end(cell, "failed")
                 on_done(cell, "failed")
             continue
         say(f"{table}: submitted job array {jobs[0].job_id.split('_')[0]} "
@@ -150,7 +150,7 @@ def run_on_slurm(cells: Sequence[Cell], profile: str, out: str, options: RunOpti
             if reason is not None:
                 status = record_failure(cell, profile, out, reason)["status"]
             del pending[job_id]
-            progress.set(cell, "failed" if status == "failed" else "done")
+            progress.end(cell, status)
             on_done(cell, status)
         if pending:
             time.sleep(slurm.poll_s)

@@ -96,9 +96,10 @@ def test_progress_prints_when_counts_change(capsys):
     progress = Progress("cells", [first, second])
     progress.set(first, "running")
     progress.set(first, "running")
-    progress.set(first, "done")
+    progress.end(first, "ok")
     lines = capsys.readouterr().out.splitlines()
     assert lines == ["[mzattn-repro] cells: 0 done, 1 running, 0 failed, 1 queued (of 2)",
+                     f"[mzattn-repro] {TABLE} {first.cell_id}: ok (0 s)",
                      "[mzattn-repro] cells: 1 done, 0 running, 0 failed, 1 queued (of 2)"]
 
 
