@@ -32,6 +32,7 @@ from .cells import (
     RunOptions,
     cell_config,
     cell_path,
+    is_finished,
     read_record,
     run_cell,
     write_json_atomic,
@@ -301,6 +302,7 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
         if left[cell.table] == 0 or (report_each_cell and status in ("ok", "failed")):
             _write_report(cell.table, out)
 
+    cells = _unfinished(cells, profile, out, on_done)
     if launch_options.launcher == "slurm":
         try:
             from .slurm import run_on_slurm
@@ -322,6 +324,22 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
             for cell in cells]
     run_in_processes(runs, gpu_slots(jobs, launch_options.cells_per_gpu, gpus), on_done)
     return statuses
+
+
+def _unfinished(cells: Sequence[Cell], profile: str, out: str,
+                on_done: Callable[[Cell, str], None]) -> list[Cell]:
+    # finished cells end here as "skipped": no process, no array task
+    from .tables import load_spec
+    todo = []
+    for cell in cells:
+        config = cell_config(load_spec(cell.table), cell, profile)
+        if is_finished(read_record(cell_path(out, cell)), config):
+            on_done(cell, "skipped")
+        else:
+            todo.append(cell)
+    if len(todo) < len(cells):
+        say(f"{len(cells) - len(todo)} of {len(cells)} cells finished before: skipped")
+    return todo
 
 
 def _write_report(table: str, out: str) -> None:

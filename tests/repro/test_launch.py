@@ -136,3 +136,5 @@ def test_two_jobs_give_the_cells_of_one(tmp_path, options):
         assert outcome(read_record(cell_path(two, cell))) == \
             outcome(read_record(cell_path(one, cell)))
     assert os.path.exists(os.path.join(two, TABLE, "report.md"))
+    again = launch(cells, "smoke", two, options, LaunchOptions(jobs=2, threads=1))
+    assert set(again.values()) == {"skipped"}  # no worker process, no rerun
