@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 from mzattn.repro.launch import outcome
@@ -23,12 +24,26 @@ LOCAL = ("--threads", "1")
 SLURM = ("--launcher", "slurm", "--slurm-cpus", "1", "--slurm-time", "30")
 
 
+def _command(out: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "mzattn.repro", TABLE, "--profile", "smoke", "--device", "cpu",
+            "--no-progress", "--out", out, *extra]
+
+
 def _run(out: str, *extra: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "mzattn.repro", TABLE, "--profile", "smoke", "--device",
-               "cpu", "--no-progress", "--out", out, *extra]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    result = subprocess.run(_command(out, *extra), capture_output=True, text=True, timeout=1800)
     print(result.stdout[-4000:], result.stderr[-4000:])
     return result
+
+
+def _wait_for(pattern: str, timeout: float = 600) -> str:
+    # the text of the first submitit log under `pattern` that says the cell has started
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for path in glob.glob(pattern):
+            if "Loading pickle" in open(path).read():
+                return path
+        time.sleep(1)
+    raise TimeoutError(f"no task started ({pattern})")
 
 
 def _cells(out: str) -> dict[str, dict]:
@@ -63,3 +78,19 @@ def test_unknown_partition_fails_each_cell_in_plain_words(tmp_path):
     assert records and all(r["status"] == "failed" for r in records)
     assert all("sbatch refused the job array" in r["error"] and "partition" in r["error"]
                for r in records)
+
+
+def test_a_preempted_cell_is_requeued_and_finishes(tmp_path):
+    out = str(tmp_path / "preempted")
+    process = subprocess.Popen(_command(out, *SLURM, "--models", "MZAttn (centers-only Q/K)",
+                                        "--columns", "A"), stdout=subprocess.PIPE, text=True)
+    log = _wait_for(osp.join(out, TABLE, "slurm", "*_0_log.*"))
+    job = osp.basename(log).split("_")[0]
+    time.sleep(5)  # the cell is training under submitit's signal handlers
+    subprocess.run(["scancel", "--signal=USR2", job], check=True)  # what preemption sends
+    stdout, _ = process.communicate(timeout=1800)
+    print(stdout[-4000:])
+    assert process.returncode == 0
+    logs = "".join(open(p).read() for p in glob.glob(osp.join(out, TABLE, "slurm", "*_log.*")))
+    assert "this job is preempted" in logs and f"Requeued job {job}" in logs
+    assert [r["status"] for r in _cells(out).values()] == ["ok"]
