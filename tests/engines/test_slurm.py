@@ -36,14 +36,13 @@ def _run(out: str, *extra: str) -> subprocess.CompletedProcess:
 
 
 def _wait_for(pattern: str, timeout: float = 600) -> str:
-    # the text of the first submitit log under `pattern` that says the cell has started
+    # the first path matching `pattern`, once there is one
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for path in glob.glob(pattern):
-            if "Loading pickle" in open(path).read():
-                return path
+        if paths := sorted(glob.glob(pattern)):
+            return paths[0]
         time.sleep(1)
-    raise TimeoutError(f"no task started ({pattern})")
+    raise TimeoutError(f"nothing matches {pattern}")
 
 
 def _cells(out: str) -> dict[str, dict]:
@@ -84,9 +83,8 @@ def test_a_preempted_cell_is_requeued_and_finishes(tmp_path):
     out = str(tmp_path / "preempted")
     process = subprocess.Popen(_command(out, *SLURM, "--models", "MZAttn (centers-only Q/K)",
                                         "--columns", "A"), stdout=subprocess.PIPE, text=True)
-    log = _wait_for(osp.join(out, TABLE, "slurm", "*_0_log.*"))
-    job = osp.basename(log).split("_")[0]
-    time.sleep(5)  # the cell is training under submitit's signal handlers
+    _wait_for(osp.join(out, TABLE, "locks", "*.lock"))  # training, under submitit's handlers
+    job = osp.basename(_wait_for(osp.join(out, TABLE, "slurm", "*_0_log.out"))).split("_")[0]
     subprocess.run(["scancel", "--signal=USR2", job], check=True)  # what preemption sends
     stdout, _ = process.communicate(timeout=1800)
     print(stdout[-4000:])
