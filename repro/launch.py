@@ -38,6 +38,7 @@ from .cells import (
     write_json_atomic,
 )
 from .environment import environment_record
+from .faults import Interrupted, stop_on_signals
 
 LAUNCHERS = ("local", "slurm")
 r"""The values of :obj:`--launcher`."""
@@ -253,11 +254,26 @@ def run_in_processes(runs: Sequence[CellRun], slots: Sequence[int | None],
                      on_done: Callable[[Cell, str], None], poll_s: float = 0.5) -> None:
     r"""Runs :obj:`runs` in worker processes, one per slot at a time; a
     slot's GPU (if any) is given to every cell it runs. A worker that dies
-    (killed, out of memory) fails its cell only."""
-    context = mp.get_context("spawn")
-    queue, free = list(runs), list(slots)
+    (killed, out of memory) fails its cell only. SIGTERM or SIGINT here is
+    passed on to every worker, which stops its cell as a table run does
+    (:mod:`~mzattn.repro.faults`), and raises
+    :class:`~mzattn.repro.faults.Interrupted` once they have ended."""
     running: dict[Any, CellRun] = {}
-    progress = Progress("cells", [run.cell for run in runs])
+    try:
+        with stop_on_signals():
+            _dispatch(list(runs), list(slots), running, on_done, poll_s)
+    except Interrupted as stop:
+        for process in running:
+            os.kill(process.pid, stop.signum)
+        for process in running:
+            process.join()
+        raise
+
+
+def _dispatch(queue: list[CellRun], free: list[int | None], running: dict[Any, CellRun],
+              on_done: Callable[[Cell, str], None], poll_s: float) -> None:
+    context = mp.get_context("spawn")
+    progress = Progress("cells", [run.cell for run in queue])
     while queue or running:
         while queue and free:
             run = replace(queue.pop(0), gpu=free.pop(0))

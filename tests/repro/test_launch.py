@@ -2,10 +2,13 @@ import argparse
 import json
 import os
 import signal
+import threading
+import time
 from dataclasses import dataclass
 
 import pytest
 from mzattn.repro.cells import cell_path, read_record, write_json_atomic
+from mzattn.repro.faults import Interrupted
 from mzattn.repro.launch import (
     CellRun,
     LaunchOptions,
@@ -38,6 +41,13 @@ class _Dies(CellRun):
 
     def __call__(self) -> str:
         os.kill(os.getpid(), signal.SIGKILL)
+        return "ok"
+
+
+@dataclass(frozen=True)
+class _Sleeps(CellRun):
+    def __call__(self) -> str:
+        time.sleep(600)
         return "ok"
 
 
@@ -123,6 +133,15 @@ def test_a_killed_worker_fails_its_cell_only(tmp_path, options, capsys):
     assert read_record(cell_path(out, failed)) is None  # a cell writes its own record
     assert f"{TABLE} {killed.cell_id}: failed: its worker process was killed by SIGKILL" \
         in capsys.readouterr().out
+
+
+def test_sigterm_is_passed_on_to_the_workers(tmp_path, options):
+    runs = [_Sleeps(cell, "smoke", str(tmp_path), options) for cell in _cells()]
+    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    start = time.monotonic()
+    with pytest.raises(Interrupted):
+        run_in_processes(runs, [None, None], lambda cell, status: None, poll_s=0.1)
+    assert time.monotonic() - start < 300  # the workers ended long before their 600 s
 
 
 def test_two_jobs_give_the_cells_of_one(tmp_path, options):
