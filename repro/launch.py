@@ -29,6 +29,7 @@ from typing import Any
 from .cells import (
     RECORD_VERSION,
     Cell,
+    RecordError,
     RunOptions,
     cell_config,
     cell_path,
@@ -194,7 +195,7 @@ def record_failure(cell: Cell, profile: str, out: str, reason: str) -> dict[str,
     a killed worker) unless its JSON already holds a finished run, prints
     the reason and returns the record."""
     from .tables import load_spec
-    previous = read_record(cell_path(out, cell))
+    previous = readable_record(cell, out)
     if previous is not None and previous.get("status") == "ok":
         return previous
     say(f"{cell.table} {cell.cell_id}: failed: {reason}")
@@ -203,6 +204,15 @@ def record_failure(cell: Cell, profile: str, out: str, reason: str) -> dict[str,
               "error": reason} | environment_record()
     write_json_atomic(record, cell_path(out, cell))
     return record
+
+
+def readable_record(cell: Cell, out: str) -> dict[str, Any] | None:
+    r"""The record of :obj:`cell`, or :obj:`None` when it has none or an
+    unreadable one (which :func:`~mzattn.repro.cells.run_cell` sets aside)."""
+    try:
+        return read_record(cell_path(out, cell))
+    except RecordError:
+        return None
 
 
 def default_threads(jobs: int) -> int:
@@ -349,7 +359,7 @@ def _unfinished(cells: Sequence[Cell], profile: str, out: str,
     todo = []
     for cell in cells:
         config = cell_config(load_spec(cell.table), cell, profile)
-        if is_finished(read_record(cell_path(out, cell)), config):
+        if is_finished(readable_record(cell, out), config):
             on_done(cell, "skipped")
         else:
             todo.append(cell)

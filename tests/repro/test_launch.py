@@ -118,8 +118,11 @@ def test_record_failure_keeps_a_finished_cell(tmp_path):
     record = record_failure(cell, "smoke", out, "its node failed")
     assert read_record(cell_path(out, cell)) == json.loads(json.dumps(record))
     assert record["status"] == "failed" and record["error"] == "its node failed"
-    write_json_atomic({"status": "ok"}, cell_path(out, cell))
+    write_json_atomic(record | {"status": "ok", "profile": "smoke", "metrics": {}},
+                      cell_path(out, cell))
     assert record_failure(cell, "smoke", out, "again")["status"] == "ok"
+    write_json_atomic({"status": "ok"}, cell_path(out, cell))  # foreign: replaced
+    assert record_failure(cell, "smoke", out, "again")["status"] == "failed"
 
 
 def test_a_killed_worker_fails_its_cell_only(tmp_path, options, capsys):
