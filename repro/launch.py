@@ -38,7 +38,7 @@ from .cells import (
     run_cell,
     write_json_atomic,
 )
-from .environment import environment_record
+from .envinfo import environment_record
 from .faults import Interrupted, stop_on_signals
 
 LAUNCHERS = ("local", "slurm")
@@ -334,7 +334,7 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
             from .slurm import run_on_slurm
         except ModuleNotFoundError as error:
             raise ValueError("'--launcher slurm' needs submitit: pip install "
-                             "'mzattn[slurm]'") from error
+                             "'mzattn[repro]'") from error
         run_on_slurm(cells, profile, out, options, launch_options.slurm, on_done)
         return statuses
     if launch_options.launcher != "local":
