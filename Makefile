@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean docker-test
+.PHONY: setup demo test lint bench clean docker-test slurm-test
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ test: lint
 # Root starts an engine when none runs; KEEP=1 keeps the images, results and engine.
 docker-test: setup
 	$(BIN)/python docker/engine_test.py
+
+slurm-test: setup  # a single-node SLURM from Debian packages; see docs/clusters.md
+	PYTHON=$(BIN)/python .ci/slurm-test
 
 bench: setup
 	$(BIN)/mzattn-repro bench --readme docs/benchmarks.md

@@ -3,31 +3,21 @@ over many sessions (:obj:`mzattn-repro campaign NAME`).
 
 A campaign is resumable by construction: finished cells are skipped, a
 killed cell resumes from its :obj:`last.ckpt`, and each cell runs under its
-own lock, so :obj:`--jobs N` worker processes (or N separate invocations)
-share the list without running a cell twice. After every cell the table's
-report is rebuilt. :obj:`--status` prints the plan and its progress.
+own lock, so separate invocations share the list without running a cell
+twice. Its cells are dispatched like a table's (:mod:`.launch`: in process,
+:obj:`--jobs N` worker processes, or :obj:`--launcher slurm`), and after
+every cell the table's report is rebuilt. :obj:`--status` prints the plan
+and its progress.
 """
 import argparse
 import csv
-import os
 import os.path as osp
-import signal
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 
-from .cells import (
-    Cell,
-    RecordError,
-    RunOptions,
-    cell_path,
-    lock_path,
-    log_path,
-    read_record,
-    run_cell,
-)
+from .cells import Cell, RecordError, RunOptions, cell_path, lock_path, log_path, read_record
 from .faults import RunStopped
+from .launch import LaunchOptions, add_launch_arguments, launch, launch_options_from_args
 from .runner import grid
 from .tables import load_spec
 
@@ -88,23 +78,15 @@ def campaign_cells(name: str, seeds: tuple[int, ...] = (0,),
 
 
 def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
-                 options: RunOptions | None = None, profile: str = PROFILE) -> int:
+                 options: RunOptions | None = None, profile: str = PROFILE,
+                 launch_options: LaunchOptions | None = None) -> int:
     r"""Runs every cell of campaign :obj:`name` that is neither finished nor
-    held by another process, rebuilding a table's report after each of its
-    cells. Returns the number of cells that failed."""
-    from .report import write_report
-    failed = 0
-    for cell in campaign_cells(name, seeds, profile):
-        spec = load_spec(cell.table)
-        start = time.perf_counter()
-        record = run_cell(spec, cell, profile, out, options)
-        if record.get("skipped") or record["status"] == "busy":
-            continue
-        failed += record["status"] == "failed"
-        print(f"[mzattn-repro] campaign {name}: {cell.table} {cell.cell_id} "
-              f"{record['status']} ({time.perf_counter() - start:.0f} s)", flush=True)
-        write_report(spec, out)
-    return failed
+    held by another process, as :obj:`launch_options` dispatch them,
+    rebuilding a table's report after each of its cells. Returns the number
+    of cells that failed."""
+    statuses = launch(campaign_cells(name, seeds, profile), profile, out, options,
+                      launch_options, report_each_cell=True)
+    return sum(status == "failed" for status in statuses.values())
 
 
 def _history(out: str, cell: Cell) -> list[dict[str, str]]:
@@ -163,47 +145,27 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
     return lines
 
 
-def _workers(args: argparse.Namespace) -> int:
-    threads = args.threads or max(1, (os.cpu_count() or 1) // args.jobs)
-    child = [sys.executable, "-m", "mzattn.repro", "campaign", args.name, "--out", args.out,
-             "--profile", args.profile, "--threads", str(threads)]
-    procs = [subprocess.Popen(child) for _ in range(args.jobs)]
-
-    def forward(signum: int, frame) -> None:  # each worker stops its cell cleanly
-        for proc in procs:
-            proc.send_signal(signum)
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        return max(proc.wait() for proc in procs)
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
 def cli(argv: list[str]) -> int:
-    r""":obj:`mzattn-repro campaign NAME [--out DIR] [--jobs N] [--status]`."""
+    r""":obj:`mzattn-repro campaign NAME [--out DIR] [--jobs N | --launcher slurm]
+    [--status]`."""
     parser = argparse.ArgumentParser(prog="mzattn-repro campaign",
                                      description="run a named campaign of cells to completion")
     parser.add_argument("name", choices=sorted(CAMPAIGNS))
     parser.add_argument("--out", default=osp.join("results", PROFILE))
     parser.add_argument("--profile", default=PROFILE,
                         help="profile of every cell (default: full, the paper's protocol)")
-    parser.add_argument("--jobs", type=int, default=1, help="cells at a time (processes)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads per cell")
     parser.add_argument("--status", action="store_true", help="print the plan and progress")
+    add_launch_arguments(parser)
     args = parser.parse_args(argv)
     if args.status:
         print("\n".join(status_lines(args.name, args.out, profile=args.profile)))
         return 0
-    if args.jobs > 1:
-        return _workers(args)
-    if args.threads is not None:
-        import torch
-        torch.set_num_threads(args.threads)
-    options = RunOptions(progress=False)
     try:
-        return int(run_campaign(args.name, args.out, options=options, profile=args.profile) > 0)
+        failed = run_campaign(args.name, args.out, options=RunOptions(progress=False),
+                              profile=args.profile,
+                              launch_options=launch_options_from_args(args))
     except RunStopped as stop:  # SIGTERM / SIGINT or a full disk: finished cells are kept
         print(f"[mzattn-repro] campaign {args.name}: {stop}", file=sys.stderr, flush=True)
         return stop.exit_status
+    return int(failed > 0)

@@ -1,5 +1,6 @@
 r"""Progress output: a bar in a terminal, plain epoch lines under CI or in
 a log file."""
+import logging
 import os
 import sys
 
@@ -12,6 +13,12 @@ def show_progress_bar(progress: bool | None = None) -> bool:
     if progress is not None:
         return progress
     return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def quiet_lightning(progress: bool | None = None) -> None:
+    r"""Keeps Lightning's banners out of plain logs (no progress bar)."""
+    if not show_progress_bar(progress):
+        logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
 
 
 class EpochLogger(pl.Callback):

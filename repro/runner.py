@@ -2,7 +2,6 @@ r"""Runs a table (its grid of cells) and writes its report; the command-line
 options shared by every table script and :obj:`mzattn-repro TABLE`."""
 import argparse
 import contextlib
-import logging
 import sys
 import time
 
@@ -11,7 +10,8 @@ from lightning.pytorch.utilities import rank_zero_only
 
 from .cells import Cell, RunOptions, run_cell
 from .faults import RunStopped
-from .progress import show_progress_bar
+from .launch import add_launch_arguments, in_process, launch, launch_options_from_args
+from .progress import quiet_lightning
 from .report import write_report
 from .spec import PROFILES, TableSpec
 
@@ -89,6 +89,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     bar = parser.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None)
     bar.add_argument("--no-progress", dest="progress", action="store_false")
+    add_launch_arguments(parser)
 
 
 def _device(name: str) -> str:
@@ -129,11 +130,15 @@ def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
     SIGTERM / SIGINT (:mod:`~mzattn.repro.faults`)."""
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    if not show_progress_bar(args.progress):  # plain logs: keep Lightning's banners out
-        logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
+    quiet_lightning(args.progress)
+    options, launch_options = options_from_args(args), launch_options_from_args(args)
     try:
+        if not in_process(launch_options, options):  # worker processes or SLURM (launch.py)
+            cells = grid(spec, args.profile, args.models, args.columns, args.seeds)
+            statuses = launch(cells, args.profile, args.out, options, launch_options)
+            return int("failed" in statuses.values())
         records = run_table(spec, args.profile, args.models, args.columns, args.seeds,
-                            args.out, options_from_args(args))
+                            args.out, options)
     except RunStopped as stop:  # SIGTERM / SIGINT (143 / 130) or a full disk
         return _stopped(spec, args.out, stop)
     return int(any(r["status"] == "failed" for r in records))

@@ -1,0 +1,415 @@
+r"""Dispatch of cells: one way to run a list of cells, the same for every
+table, :obj:`mzattn-repro campaign` and the tests (DESIGN §10, Execution).
+
+* :obj:`--launcher local --jobs 1` runs the cells one after another in this
+  process (the historical behaviour).
+* :obj:`--launcher local --jobs N` runs N cells at a time, each in its own
+  process, with the CPU threads split between them. On a machine with GPUs
+  each cell is pinned to one visible GPU and :obj:`--cells-per-gpu K` cells
+  share one (the default :obj:`--jobs` is then GPUs × K).
+* :obj:`--launcher slurm` submits the cells to SLURM through
+  :obj:`submitit`, one job array per table (:mod:`.slurm`).
+
+Every path calls :func:`~mzattn.repro.cells.run_cell`, so a cell keeps its
+semantics: one atomic JSON, finished cells skipped, a killed cell resumed
+from its :obj:`last.ckpt`, a failed cell recorded while the others go on.
+The dispatcher prints the progress (cells done / running / failed /
+queued) as it changes and rebuilds a table's report once its cells end.
+"""
+import argparse
+import multiprocessing as mp
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .cells import (
+    RECORD_VERSION,
+    Cell,
+    RecordError,
+    RunOptions,
+    cell_config,
+    cell_path,
+    is_finished,
+    read_record,
+    run_cell,
+    write_json_atomic,
+)
+from .envinfo import environment_record
+from .faults import Interrupted, stop_on_signals
+
+LAUNCHERS = ("local", "slurm")
+r"""The values of :obj:`--launcher`."""
+
+EXIT_STATUS = {0: "ok", 1: "failed", 3: "busy", 4: "skipped"}
+r"""Exit status of a cell's worker process → the cell's status."""
+
+
+TIMING_KEYS = ("wall_time_s", "finished_at", "epoch_time_s")
+r"""Record fields that differ between two runs of the same cell."""
+
+
+def outcome(record: dict[str, Any]) -> dict[str, Any]:
+    r""":obj:`record` without its timings (:obj:`TIMING_KEYS`, also in its
+    history): what every launcher must produce identically."""
+    kept = {k: v for k, v in record.items() if k not in TIMING_KEYS}
+    if "history" in kept:
+        kept["history"] = [outcome(row) for row in kept["history"]]
+    return kept
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    r"""What a SLURM job array asks for, per cell (one array task).
+
+    Args:
+        partition (str, optional): Partition (:obj:`sbatch -p`); the
+            cluster's default if :obj:`None`. (default: :obj:`None`)
+        time_min (int, optional): Time limit of one cell, in minutes. A cell
+            that reaches it is checkpointed and requeued. (default: :obj:`240`)
+        gpus (int, optional): GPUs per cell. (default: :obj:`0`)
+        cpus (int, optional): CPUs per cell; also its torch threads.
+            (default: :obj:`2`)
+        mem_gb (float, optional): Memory per cell in GB; the partition's
+            default if :obj:`None`. (default: :obj:`None`)
+        account (str, optional): Account to charge. (default: :obj:`None`)
+        qos (str, optional): Quality of service. (default: :obj:`None`)
+        parallelism (int, optional): Cells of one array running at once
+            (:obj:`sbatch --array=...%N`). (default: :obj:`64`)
+        poll_s (float, optional): Seconds between two progress polls.
+            (default: :obj:`5.0`)
+    """
+    partition: str | None = None
+    time_min: int = 240
+    gpus: int = 0
+    cpus: int = 2
+    mem_gb: float | None = None
+    account: str | None = None
+    qos: str | None = None
+    parallelism: int = 64
+    poll_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    r"""Where and how many cells run at a time.
+
+    Args:
+        launcher (str, optional): :obj:`"local"` or :obj:`"slurm"`.
+            (default: :obj:`"local"`)
+        jobs (int, optional): Local cells at a time; :obj:`0` picks one per
+            GPU slot (GPUs × :obj:`cells_per_gpu`) on a GPU machine, else
+            :obj:`1`. (default: :obj:`0`)
+        cells_per_gpu (int, optional): Local cells sharing one GPU.
+            (default: :obj:`1`)
+        threads (int, optional): Torch threads per cell; the machine's CPUs
+            split between the jobs if :obj:`None`. (default: :obj:`None`)
+        slurm (SlurmOptions, optional): SLURM resources. (default:
+            :obj:`SlurmOptions()`)
+    """
+    launcher: str = "local"
+    jobs: int = 0
+    cells_per_gpu: int = 1
+    threads: int | None = None
+    slurm: SlurmOptions = field(default_factory=SlurmOptions)
+
+
+@dataclass(frozen=True)
+class CellRun:
+    r"""One cell to run, picklable: calling it in any process runs
+    :func:`~mzattn.repro.cells.run_cell` with :obj:`threads` torch threads
+    on GPU :obj:`gpu` (if given) and returns the cell's status:
+    :obj:`"ok"`, :obj:`"failed"`, :obj:`"skipped"` (finished before) or
+    :obj:`"busy"` (another process holds it)."""
+    cell: Cell
+    profile: str
+    out: str
+    options: RunOptions
+    threads: int | None = None
+    gpu: int | None = None
+
+    def __call__(self) -> str:
+        import torch
+
+        from .progress import quiet_lightning
+        from .tables import load_spec
+        quiet_lightning(self.options.progress)
+        if self.gpu is not None:  # before CUDA starts: this process sees one GPU
+            os.environ["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
+        record = run_cell(load_spec(self.cell.table), self.cell, self.profile, self.out,
+                          self.options)
+        return "skipped" if record.get("skipped") else record["status"]
+
+
+class Progress:
+    r"""Counts of cells by state: prints them each time they change, and a
+    line with the wall time of each cell that ends."""
+    STATES = ("done", "running", "failed", "queued")
+
+    def __init__(self, label: str, cells: Sequence[Cell]) -> None:
+        self.label = label
+        self.state = {cell_key(cell): "queued" for cell in cells}
+        self.started: dict[str, float] = {}
+        self.shown = ""
+
+    def set(self, cell: Cell, state: str) -> None:
+        r"""Moves :obj:`cell` to :obj:`state` and prints the counts if they changed."""
+        key = cell_key(cell)
+        if state == "running":
+            self.started.setdefault(key, time.perf_counter())
+        self.state[key] = state
+        counts = {s: sum(v == s for v in self.state.values()) for s in self.STATES}
+        line = ", ".join(f"{n} {s}" for s, n in counts.items())
+        if line != self.shown:
+            self.shown = line
+            say(f"{self.label}: {line} (of {len(self.state)})")
+
+    def end(self, cell: Cell, status: str) -> None:
+        r"""Prints how :obj:`cell` ended (a :class:`CellRun` status) and its
+        wall time, and counts it as done or failed."""
+        seconds = time.perf_counter() - self.started.pop(cell_key(cell), time.perf_counter())
+        say(f"{cell.table} {cell.cell_id}: {ENDINGS.get(status, status)} ({seconds:.0f} s)")
+        self.set(cell, "failed" if status == "failed" else "done")
+
+
+ENDINGS = {"skipped": "skipped (finished before)", "busy": "busy (another run holds its lock)"}
+
+
+def cell_key(cell: Cell) -> str:
+    r"""A cell's name across tables: :obj:`{table}/{cell_id}`."""
+    return f"{cell.table}/{cell.cell_id}"
+
+
+def say(text: str) -> None:
+    r"""Prints a line of the dispatcher."""
+    print(f"[mzattn-repro] {text}", flush=True)
+
+
+def record_failure(cell: Cell, profile: str, out: str, reason: str) -> dict[str, Any]:
+    r"""Records :obj:`cell` as failed for :obj:`reason` (a scheduler error,
+    a killed worker) unless its JSON already holds a finished run, prints
+    the reason and returns the record."""
+    from .tables import load_spec
+    previous = readable_record(cell, out)
+    if previous is not None and previous.get("status") == "ok":
+        return previous
+    say(f"{cell.table} {cell.cell_id}: failed: {reason}")
+    record = {"version": RECORD_VERSION, "profile": profile, "cell_id": cell.cell_id,
+              "status": "failed", "config": cell_config(load_spec(cell.table), cell, profile),
+              "error": reason} | environment_record()
+    write_json_atomic(record, cell_path(out, cell))
+    return record
+
+
+def readable_record(cell: Cell, out: str) -> dict[str, Any] | None:
+    r"""The record of :obj:`cell`, or :obj:`None` when it has none or an
+    unreadable one (which :func:`~mzattn.repro.cells.run_cell` sets aside)."""
+    try:
+        return read_record(cell_path(out, cell))
+    except RecordError:
+        return None
+
+
+def default_threads(jobs: int) -> int:
+    r"""Torch threads of one of :obj:`jobs` cells running at once: this
+    machine's CPUs (those this process may use) split evenly, at least one."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cpus or 1) // jobs)
+
+
+def gpu_slots(jobs: int, cells_per_gpu: int, gpus: int) -> list[int | None]:
+    r"""The GPU of each of :obj:`jobs` local slots: slot :obj:`i` uses GPU
+    :obj:`i // cells_per_gpu` (round robin past the last), or :obj:`None`
+    for every slot when there is no GPU."""
+    if gpus == 0:
+        return [None] * jobs
+    return [(slot // cells_per_gpu) % gpus for slot in range(jobs)]
+
+
+def _visible_gpus(options: RunOptions) -> int:
+    if options.accelerator == "cpu":
+        return 0
+    import torch
+    return torch.cuda.device_count()
+
+
+def _exit_reason(code: int) -> str:
+    if code < 0:
+        name = signal.Signals(-code).name
+        hint = " (out of memory?)" if -code == signal.SIGKILL else ""
+        return f"its worker process was killed by {name}{hint}"
+    return f"its worker process exited with status {code}"
+
+
+def _work(run: CellRun) -> None:  # the target of a worker process
+    sys.exit({v: k for k, v in EXIT_STATUS.items()}.get(run(), 1))
+
+
+def run_in_process(runs: Sequence[CellRun], on_done: Callable[[Cell, str], None]) -> None:
+    r"""Runs :obj:`runs` one after another in this process."""
+    progress = Progress("cells", [run.cell for run in runs])
+    for run in runs:
+        progress.set(run.cell, "running")
+        status = run()
+        progress.end(run.cell, status)
+        on_done(run.cell, status)
+
+
+def run_in_processes(runs: Sequence[CellRun], slots: Sequence[int | None],
+                     on_done: Callable[[Cell, str], None], poll_s: float = 0.5) -> None:
+    r"""Runs :obj:`runs` in worker processes, one per slot at a time; a
+    slot's GPU (if any) is given to every cell it runs. A worker that dies
+    (killed, out of memory) fails its cell only. SIGTERM or SIGINT here is
+    passed on to every worker, which stops its cell as a table run does
+    (:mod:`~mzattn.repro.faults`), and raises
+    :class:`~mzattn.repro.faults.Interrupted` once they have ended."""
+    running: dict[Any, CellRun] = {}
+    try:
+        with stop_on_signals():
+            _dispatch(list(runs), list(slots), running, on_done, poll_s)
+    except Interrupted as stop:
+        for process in running:
+            os.kill(process.pid, stop.signum)
+        for process in running:
+            process.join()
+        raise
+
+
+def _dispatch(queue: list[CellRun], free: list[int | None], running: dict[Any, CellRun],
+              on_done: Callable[[Cell, str], None], poll_s: float) -> None:
+    context = mp.get_context("spawn")
+    progress = Progress("cells", [run.cell for run in queue])
+    while queue or running:
+        while queue and free:
+            run = replace(queue.pop(0), gpu=free.pop(0))
+            process = context.Process(target=_work, args=(run,), name=run.cell.cell_id)
+            process.start()
+            running[process] = run
+            progress.set(run.cell, "running")
+        time.sleep(poll_s)
+        for process in [p for p in running if not p.is_alive()]:
+            run = running.pop(process)
+            free.append(run.gpu)
+            status = EXIT_STATUS.get(process.exitcode)
+            if status is None:
+                status = record_failure(run.cell, run.profile, run.out,
+                                        _exit_reason(process.exitcode))["status"]
+            progress.end(run.cell, status)
+            on_done(run.cell, status)
+
+
+def in_process(launch_options: LaunchOptions, options: RunOptions) -> bool:
+    r"""Whether :obj:`launch_options` run the cells in this process: the
+    local launcher, one job, at most one GPU."""
+    return launch_options.launcher == "local" and launch_options.jobs <= 1 \
+        and (launch_options.jobs == 1 or _visible_gpus(options) <= 1)
+
+
+def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | None = None,
+           launch_options: LaunchOptions | None = None,
+           report_each_cell: bool = False) -> dict[str, str]:
+    r"""Runs :obj:`cells` as :obj:`launch_options` says, rebuilds the report
+    of each table once its last cell has ended (after each of its cells if
+    :obj:`report_each_cell`), and returns every cell's status by
+    :func:`cell_key` (:class:`CellRun`)."""
+    options = options or RunOptions()
+    launch_options = launch_options or LaunchOptions()
+    statuses: dict[str, str] = {}
+    left = {table: sum(c.table == table for c in cells) for table in {c.table for c in cells}}
+
+    def on_done(cell: Cell, status: str) -> None:
+        statuses[cell_key(cell)] = status
+        left[cell.table] -= 1
+        if left[cell.table] == 0 or (report_each_cell and status in ("ok", "failed")):
+            _write_report(cell.table, out)
+
+    cells = _unfinished(cells, profile, out, on_done)
+    if launch_options.launcher == "slurm":
+        try:
+            from .slurm import run_on_slurm
+        except ModuleNotFoundError as error:
+            raise ValueError("'--launcher slurm' needs submitit: pip install "
+                             "'mzattn[repro]'") from error
+        run_on_slurm(cells, profile, out, options, launch_options.slurm, on_done)
+        return statuses
+    if launch_options.launcher != "local":
+        raise ValueError(f"unknown launcher {launch_options.launcher!r}; "
+                         f"choose from {', '.join(LAUNCHERS)}")
+    if in_process(launch_options, options):
+        runs = [CellRun(cell, profile, out, options, launch_options.threads) for cell in cells]
+        run_in_process(runs, on_done)
+        return statuses
+    gpus = _visible_gpus(options)
+    jobs = launch_options.jobs or max(1, gpus * launch_options.cells_per_gpu)
+    runs = [CellRun(cell, profile, out, options, launch_options.threads or default_threads(jobs))
+            for cell in cells]
+    run_in_processes(runs, gpu_slots(jobs, launch_options.cells_per_gpu, gpus), on_done)
+    return statuses
+
+
+def _unfinished(cells: Sequence[Cell], profile: str, out: str,
+                on_done: Callable[[Cell, str], None]) -> list[Cell]:
+    # finished cells end here as "skipped": no process, no array task
+    from .tables import load_spec
+    todo = []
+    for cell in cells:
+        config = cell_config(load_spec(cell.table), cell, profile)
+        if is_finished(readable_record(cell, out), config):
+            on_done(cell, "skipped")
+        else:
+            todo.append(cell)
+    if len(todo) < len(cells):
+        say(f"{len(cells) - len(todo)} of {len(cells)} cells finished before: skipped")
+    return todo
+
+
+def _write_report(table: str, out: str) -> None:
+    from .report import write_report
+    from .tables import load_spec
+    say(f"report: {write_report(load_spec(table), out)}")
+
+
+def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
+    r"""Adds :obj:`--launcher`, :obj:`--jobs`, :obj:`--cells-per-gpu` and
+    the :obj:`--slurm-*` options to :obj:`parser`."""
+    group = parser.add_argument_group("dispatch (docs/clusters.md)")
+    group.add_argument("--launcher", choices=LAUNCHERS, default="local",
+                       help="local: this machine; slurm: a job array per table (submitit)")
+    group.add_argument("--jobs", type=int, default=0,
+                       help="local cells at a time, each its own process (default: one per "
+                            "GPU slot, else 1 = in this process)")
+    group.add_argument("--cells-per-gpu", type=int, default=1,
+                       help="local cells sharing one GPU (default: 1)")
+    slurm = SlurmOptions()
+    for name, kind, text in (
+            ("partition", str, "partition"),
+            ("time", int, "time limit of one cell, minutes (requeued when reached)"),
+            ("gpus", int, "GPUs per cell"), ("cpus", int, "CPUs (threads) per cell"),
+            ("mem-gb", float, "memory per cell, GB"), ("account", str, "account to charge"),
+            ("qos", str, "quality of service"),
+            ("array-parallelism", int, "cells of one table running at once")):
+        attr = _SLURM_FIELDS.get(name, name.replace("-", "_"))
+        group.add_argument(f"--slurm-{name}", type=kind, default=getattr(slurm, attr),
+                           help=f"SLURM: {text} (default: {getattr(slurm, attr)})")
+
+
+_SLURM_FIELDS = {"time": "time_min", "array-parallelism": "parallelism"}
+
+
+def launch_options_from_args(args: argparse.Namespace) -> LaunchOptions:
+    r"""The :class:`LaunchOptions` of arguments parsed with
+    :func:`add_launch_arguments` (and :obj:`--threads`)."""
+    if args.jobs < 0 or args.cells_per_gpu < 1:
+        raise ValueError("'--jobs' must be >= 0 and '--cells-per-gpu' >= 1")
+    slurm = SlurmOptions(partition=args.slurm_partition, time_min=args.slurm_time,
+                         gpus=args.slurm_gpus, cpus=args.slurm_cpus, mem_gb=args.slurm_mem_gb,
+                         account=args.slurm_account, qos=args.slurm_qos,
+                         parallelism=args.slurm_array_parallelism)
+    return LaunchOptions(launcher=args.launcher, jobs=args.jobs,
+                         cells_per_gpu=args.cells_per_gpu,
+                         threads=getattr(args, "threads", None), slurm=slurm)

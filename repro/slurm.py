@@ -1,0 +1,156 @@
+r"""Cells on SLURM through :obj:`submitit`: one job array per table, polled
+until every cell has ended (:obj:`mzattn-repro TABLE --launcher slurm`).
+
+A cell that reaches its time limit or is preempted gets :obj:`SIGUSR2`
+from SLURM; :obj:`submitit` then requeues it (:class:`CellJob` is
+:class:`~submitit.helpers.Checkpointable`) and the requeued cell resumes
+from its :obj:`last.ckpt`. Scheduler errors are recorded per cell in plain
+words (:func:`slurm_reason`).
+"""
+import os.path as osp
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+
+import submitit
+
+from .cells import Cell, RunOptions, table_dir
+from .launch import CellRun, Progress, SlurmOptions, record_failure, say
+
+REASONS = {
+    "TIMEOUT": "SLURM stopped it at its time limit ({time} min, --slurm-time) and it could "
+               "not be requeued again",
+    "OUT_OF_MEMORY": "SLURM killed it for using more memory than it asked for "
+                     "(--slurm-mem-gb {mem})",
+    "CANCELLED": "it was cancelled (scancel, or an administrator)",
+    "NODE_FAIL": "its node failed",
+    "BOOT_FAIL": "its node failed to boot",
+    "DEADLINE": "it reached its deadline before it could run",
+    "FAILED": "its job exited with an error",
+}
+r"""SLURM job states → the plain-words reason a cell failed."""
+
+
+class CellJob(submitit.helpers.Checkpointable):
+    r"""A :class:`~mzattn.repro.launch.CellRun` as a SLURM array task:
+    requeued with the same arguments on time-out or preemption (the cell's
+    :obj:`last.ckpt` holds its progress)."""
+
+    def __init__(self, run: CellRun) -> None:
+        self.run = run
+
+    def __call__(self) -> str:
+        return self.run()
+
+
+def slurm_reason(state: str, options: SlurmOptions, log: str | None = None) -> str:
+    r"""Plain words for a cell whose job ended in SLURM state :obj:`state`
+    (e.g. :obj:`"OUT_OF_MEMORY"`, :obj:`"CANCELLED by 0"`) without a result."""
+    key = state.split()[0].upper() if state else "UNKNOWN"
+    text = REASONS.get(key, f"SLURM ended it without a result (state {state or 'unknown'})")
+    text = text.format(time=options.time_min, mem=options.mem_gb)
+    return f"{text}; log: {log}" if log else text
+
+
+def executor(folder: str, options: SlurmOptions, name: str) -> submitit.SlurmExecutor:
+    r"""A :class:`submitit.SlurmExecutor` writing its files under
+    :obj:`folder`, asking for :obj:`options` per array task."""
+    if shutil.which("sbatch") is None:
+        raise RuntimeError("'sbatch' was not found: SLURM is not installed on this machine "
+                           "or not on its PATH")
+    ex = submitit.SlurmExecutor(folder=folder)
+    params = {"job_name": name, "time": options.time_min, "cpus_per_task": options.cpus,
+              "array_parallelism": options.parallelism, "partition": options.partition,
+              "account": options.account, "qos": options.qos,
+              "gpus_per_node": options.gpus or None,
+              "mem": f"{options.mem_gb}GB" if options.mem_gb else None}
+    ex.update_parameters(**{k: v for k, v in params.items() if v is not None})
+    return ex
+
+
+def submit_table(cells: Sequence[Cell], profile: str, out: str, options: RunOptions,
+                 slurm: SlurmOptions) -> list[submitit.Job]:
+    r"""Submits :obj:`cells` (of one table) as one job array; raises
+    :class:`RuntimeError` with the scheduler's words if it refuses them."""
+    table = cells[0].table
+    ex = executor(osp.join(table_dir(out, table), "slurm"), slurm, f"mzattn-{table}")
+    jobs = [CellJob(CellRun(cell, profile, osp.abspath(out), options, slurm.cpus))
+            for cell in cells]
+    try:
+        return ex.submit_array(jobs)
+    except (submitit.core.utils.FailedJobError, subprocess.SubprocessError, OSError) as error:
+        raise RuntimeError(f"sbatch refused the job array: {_last_line(str(error))}") from error
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
+
+
+def queue_states(jobs: Sequence[submitit.Job]) -> dict[str, str]:
+    r"""SLURM state of every queued or running array task of :obj:`jobs`,
+    by job id (e.g. :obj:`"12_3"`), from :obj:`squeue`."""
+    arrays = sorted({job.job_id.split("_")[0] for job in jobs})
+    result = subprocess.run(["squeue", "-h", "-r", "-o", "%i|%T", "-j", ",".join(arrays)],
+                            capture_output=True, text=True, timeout=60)
+    pairs = (line.split("|", 1) for line in result.stdout.splitlines() if "|" in line)
+    return {job_id.strip(): state.strip() for job_id, state in pairs}
+
+
+def _outcome(job: submitit.Job, slurm: SlurmOptions) -> tuple[str, str | None]:
+    # (status, reason) of an ended job; reason is None when the cell wrote its own record
+    if job.paths.result_pickle.exists():
+        try:
+            return job.result(), None
+        except submitit.core.utils.UncompletedJobError as error:
+            return "failed", f"its job raised: {_last_line(str(error))}"
+    return "failed", slurm_reason(job.state, slurm, str(job.paths.stderr))
+
+
+def _state(job: submitit.Job, queued: dict[str, str], missing: dict[str, int]) -> str:
+    if job.paths.result_pickle.exists():
+        return "ended"
+    if job.job_id in queued:
+        missing.pop(job.job_id, None)
+        return "queued" if queued[job.job_id] in ("PENDING", "REQUEUED") else "running"
+    missing[job.job_id] = missing.get(job.job_id, 0) + 1
+    return "ended" if missing[job.job_id] > 2 else "running"  # left the queue: let it settle
+
+
+def run_on_slurm(cells: Sequence[Cell], profile: str, out: str, options: RunOptions,
+                 slurm: SlurmOptions, on_done: Callable[[Cell, str], None]) -> None:
+    r"""Submits one job array per table of :obj:`cells` and polls them
+    until every cell has ended, printing progress and calling
+    :obj:`on_done(cell, status)` for each."""
+    progress = Progress("slurm", cells)
+    pending: dict[str, tuple[Cell, submitit.Job]] = {}
+    for table in dict.fromkeys(cell.table for cell in cells):
+        group = [cell for cell in cells if cell.table == table]
+        try:
+            jobs = submit_table(group, profile, out, options, slurm)
+        except RuntimeError as error:
+            for cell in group:
+                record_failure(cell, profile, out, str(error))
+                progress.end(cell, "failed")
+                on_done(cell, "failed")
+            continue
+        say(f"{table}: submitted job array {jobs[0].job_id.split('_')[0]} "
+            f"({len(jobs)} cells)")
+        pending |= {job.job_id: (cell, job) for cell, job in zip(group, jobs, strict=True)}
+    missing: dict[str, int] = {}
+    while pending:
+        queued = queue_states([job for _, job in pending.values()])
+        for job_id, (cell, job) in list(pending.items()):
+            state = _state(job, queued, missing)
+            if state != "ended":
+                progress.set(cell, state)
+                continue
+            status, reason = _outcome(job, slurm)
+            if reason is not None:
+                status = record_failure(cell, profile, out, reason)["status"]
+            del pending[job_id]
+            progress.end(cell, status)
+            on_done(cell, status)
+        if pending:
+            time.sleep(slurm.poll_s)

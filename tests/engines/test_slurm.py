@@ -1,0 +1,94 @@
+r"""A smoke table through :obj:`--launcher slurm` on a real SLURM cluster
+gives the cells and report of a local run (:obj:`make slurm-test` starts a
+single-node cluster and runs this file; any cluster whose :obj:`sbatch` is
+on the PATH will do)."""
+import glob
+import json
+import os.path as osp
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+from mzattn.repro.launch import outcome
+
+pytestmark = [
+    pytest.mark.slurm_engine,
+    pytest.mark.skipif(shutil.which("sbatch") is None, reason="no sbatch: SLURM is not here"),
+]
+
+TABLE = "table10"
+LOCAL = ("--threads", "1")
+SLURM = ("--launcher", "slurm", "--slurm-cpus", "1", "--slurm-time", "30")
+
+
+def _command(out: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "mzattn.repro", TABLE, "--profile", "smoke", "--device", "cpu",
+            "--no-progress", "--out", out, *extra]
+
+
+def _run(out: str, *extra: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(_command(out, *extra), capture_output=True, text=True, timeout=1800)
+    print(result.stdout[-4000:], result.stderr[-4000:])
+    return result
+
+
+def _wait_for(pattern: str, timeout: float = 600) -> str:
+    # the first path matching `pattern`, once there is one
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if paths := sorted(glob.glob(pattern)):
+            return paths[0]
+        time.sleep(1)
+    raise TimeoutError(f"nothing matches {pattern}")
+
+
+def _cells(out: str) -> dict[str, dict]:
+    paths = sorted(glob.glob(osp.join(out, TABLE, "cells", "*.json")))
+    return {osp.basename(p): outcome(json.load(open(p))) for p in paths}
+
+
+def _report(out: str) -> str:
+    with open(osp.join(out, TABLE, "report.md")) as f:
+        return re.sub(r"training time [0-9.]+ min", "training time T min", f.read())
+
+
+def test_slurm_cells_and_report_equal_a_local_run(tmp_path):
+    local, slurm = str(tmp_path / "local"), str(tmp_path / "slurm")
+    assert _run(local, *LOCAL).returncode == 0
+    result = _run(slurm, *SLURM)
+    assert result.returncode == 0
+    assert "submitted job array" in result.stdout
+    assert re.search(r"slurm: 4 done, 0 running, 0 failed, 0 queued", result.stdout)
+    cells = _cells(local)
+    assert len(cells) == 4 and all(c["status"] == "ok" for c in cells.values())
+    assert _cells(slurm) == cells
+    assert _report(slurm) == _report(local)
+
+
+def test_unknown_partition_fails_each_cell_in_plain_words(tmp_path):
+    out = str(tmp_path / "bad")
+    result = _run(out, *SLURM, "--slurm-partition", "no-such-partition", "--models",
+                  "MZAttn (centers-only Q/K)")
+    assert result.returncode == 1
+    records = list(_cells(out).values())
+    assert records and all(r["status"] == "failed" for r in records)
+    assert all("sbatch refused the job array" in r["error"] and "partition" in r["error"]
+               for r in records)
+
+
+def test_a_preempted_cell_is_requeued_and_finishes(tmp_path):
+    out = str(tmp_path / "preempted")
+    process = subprocess.Popen(_command(out, *SLURM, "--models", "MZAttn (centers-only Q/K)",
+                                        "--columns", "A"), stdout=subprocess.PIPE, text=True)
+    _wait_for(osp.join(out, TABLE, "locks", "*.lock"))  # training, under submitit's handlers
+    job = osp.basename(_wait_for(osp.join(out, TABLE, "slurm", "*_0_log.out"))).split("_")[0]
+    subprocess.run(["scancel", "--signal=USR2", job], check=True)  # what preemption sends
+    stdout, _ = process.communicate(timeout=1800)
+    print(stdout[-4000:])
+    assert process.returncode == 0
+    logs = "".join(open(p).read() for p in glob.glob(osp.join(out, TABLE, "slurm", "*_log.*")))
+    assert "this job is preempted" in logs and f"Requeued job {job}" in logs
+    assert [r["status"] for r in _cells(out).values()] == ["ok"]

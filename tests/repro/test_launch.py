@@ -1,0 +1,162 @@
+import argparse
+import json
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+import pytest
+from mzattn.repro.cells import cell_path, read_record, write_json_atomic
+from mzattn.repro.faults import Interrupted
+from mzattn.repro.launch import (
+    CellRun,
+    LaunchOptions,
+    Progress,
+    SlurmOptions,
+    add_launch_arguments,
+    cell_key,
+    default_threads,
+    gpu_slots,
+    in_process,
+    launch,
+    launch_options_from_args,
+    outcome,
+    record_failure,
+    run_in_processes,
+)
+from mzattn.repro.runner import grid
+from mzattn.repro.tables import load_spec
+
+TABLE = "table10"
+
+
+def _cells(models=("MZAttn (centers-only Q/K)",)):
+    return grid(load_spec(TABLE), "smoke", list(models))
+
+
+@dataclass(frozen=True)
+class _Dies(CellRun):
+    r"""A cell whose worker is killed (as by the out-of-memory killer)."""
+
+    def __call__(self) -> str:
+        os.kill(os.getpid(), signal.SIGKILL)
+        return "ok"
+
+
+@dataclass(frozen=True)
+class _Sleeps(CellRun):
+    def __call__(self) -> str:
+        time.sleep(600)
+        return "ok"
+
+
+@dataclass(frozen=True)
+class _Fails(CellRun):
+    def __call__(self) -> str:
+        return "failed"
+
+
+@pytest.mark.parametrize("jobs,per_gpu,gpus,expected", [
+    (3, 1, 0, [None, None, None]),
+    (4, 2, 2, [0, 0, 1, 1]),
+    (5, 2, 2, [0, 0, 1, 1, 0]),
+    (2, 1, 4, [0, 1]),
+])
+def test_gpu_slots(jobs, per_gpu, gpus, expected):
+    assert gpu_slots(jobs, per_gpu, gpus) == expected
+
+
+def test_default_threads_split_the_cpus():
+    cpus = len(os.sched_getaffinity(0))
+    assert default_threads(1) == cpus
+    assert default_threads(2 * cpus) == 1
+
+
+def test_in_process_only_for_one_local_job(options):
+    assert in_process(LaunchOptions(jobs=1), options)
+    assert in_process(LaunchOptions(jobs=0), options)  # no GPU: one job
+    assert not in_process(LaunchOptions(jobs=2), options)
+    assert not in_process(LaunchOptions(launcher="slurm", jobs=1), options)
+
+
+def test_launch_options_from_args():
+    parser = argparse.ArgumentParser()
+    add_launch_arguments(parser)
+    parser.add_argument("--threads", type=int)
+    args = parser.parse_args(["--launcher", "slurm", "--slurm-partition", "gpu",
+                              "--slurm-time", "90", "--slurm-gpus", "1", "--slurm-mem-gb", "8",
+                              "--slurm-array-parallelism", "10", "--slurm-qos", "low"])
+    got = launch_options_from_args(args)
+    assert got.launcher == "slurm" and got.jobs == 0 and got.threads is None
+    assert got.slurm == SlurmOptions(partition="gpu", time_min=90, gpus=1, mem_gb=8.0,
+                                     qos="low", parallelism=10)
+    with pytest.raises(ValueError, match="cells-per-gpu"):
+        launch_options_from_args(parser.parse_args(["--cells-per-gpu", "0"]))
+
+
+def test_outcome_drops_timings():
+    record = {"status": "ok", "wall_time_s": 3.0, "finished_at": "now",
+              "history": [{"epoch": 1, "epoch_time_s": 1.0, "val_loss": 0.5}]}
+    assert outcome(record) == {"status": "ok", "history": [{"epoch": 1, "val_loss": 0.5}]}
+
+
+def test_progress_prints_when_counts_change(capsys):
+    first, second = _cells(("MZAttn (centers-only Q/K)", "MZ-GenQK (gen info in Q/K)"))[:2]
+    progress = Progress("cells", [first, second])
+    progress.set(first, "running")
+    progress.set(first, "running")
+    progress.end(first, "ok")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["[mzattn-repro] cells: 0 done, 1 running, 0 failed, 1 queued (of 2)",
+                     f"[mzattn-repro] {TABLE} {first.cell_id}: ok (0 s)",
+                     "[mzattn-repro] cells: 1 done, 0 running, 0 failed, 1 queued (of 2)"]
+
+
+def test_record_failure_keeps_a_finished_cell(tmp_path):
+    cell, out = _cells()[0], str(tmp_path)
+    record = record_failure(cell, "smoke", out, "its node failed")
+    assert read_record(cell_path(out, cell)) == json.loads(json.dumps(record))
+    assert record["status"] == "failed" and record["error"] == "its node failed"
+    write_json_atomic(record | {"status": "ok", "profile": "smoke", "metrics": {}},
+                      cell_path(out, cell))
+    assert record_failure(cell, "smoke", out, "again")["status"] == "ok"
+    write_json_atomic({"status": "ok"}, cell_path(out, cell))  # foreign: replaced
+    assert record_failure(cell, "smoke", out, "again")["status"] == "failed"
+
+
+def test_a_killed_worker_fails_its_cell_only(tmp_path, options, capsys):
+    killed, failed = _cells()
+    out, done = str(tmp_path), {}
+    runs = [_Dies(killed, "smoke", out, options), _Fails(failed, "smoke", out, options)]
+    run_in_processes(runs, [None, None], lambda cell, status: done.update({cell_key(cell): status}),
+                     poll_s=0.1)
+    assert done == {cell_key(killed): "failed", cell_key(failed): "failed"}
+    assert "killed by SIGKILL" in read_record(cell_path(out, killed))["error"]
+    assert read_record(cell_path(out, failed)) is None  # a cell writes its own record
+    assert f"{TABLE} {killed.cell_id}: failed: its worker process was killed by SIGKILL" \
+        in capsys.readouterr().out
+
+
+def test_sigterm_is_passed_on_to_the_workers(tmp_path, options):
+    runs = [_Sleeps(cell, "smoke", str(tmp_path), options) for cell in _cells()]
+    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    start = time.monotonic()
+    with pytest.raises(Interrupted):
+        run_in_processes(runs, [None, None], lambda cell, status: None, poll_s=0.1)
+    assert time.monotonic() - start < 300  # the workers ended long before their 600 s
+
+
+def test_two_jobs_give_the_cells_of_one(tmp_path, options):
+    cells = _cells()
+    one, two = str(tmp_path / "one"), str(tmp_path / "two")
+    assert set(launch(cells, "smoke", one, options, LaunchOptions(jobs=1, threads=1)).values()) \
+        == {"ok"}
+    statuses = launch(cells, "smoke", two, options, LaunchOptions(jobs=2, threads=1))
+    assert statuses == {cell_key(cell): "ok" for cell in cells}
+    for cell in cells:
+        assert outcome(read_record(cell_path(two, cell))) == \
+            outcome(read_record(cell_path(one, cell)))
+    assert os.path.exists(os.path.join(two, TABLE, "report.md"))
+    again = launch(cells, "smoke", two, options, LaunchOptions(jobs=2, threads=1))
+    assert set(again.values()) == {"skipped"}  # no worker process, no rerun
