@@ -1,4 +1,5 @@
 import logging
+import os
 import os.path as osp
 import subprocess
 import sys
@@ -7,7 +8,7 @@ import warnings
 import pytest
 from mzattn.baselines import build_model
 from mzattn.repro.cli import COMMANDS, main
-from mzattn.repro.quiet import LIGHTNING_BANNERS, quiet_libraries
+from mzattn.repro.quiet import LIBRARY_WARNINGS, LIGHTNING_BANNERS, quiet_libraries
 from mzattn.repro.tables import list_tables, load_spec, table_title
 
 from mzattn.names import did_you_mean
@@ -42,7 +43,8 @@ def test_an_unknown_table_or_model_suggests_the_nearest_names(capsys):
     assert did_you_mean("zzzz", ["table3"]) == ""
 
 
-def test_library_warnings_and_lightning_banners_are_filtered_narrowly():
+def test_library_warnings_and_lightning_banners_are_filtered_narrowly(monkeypatch):
+    monkeypatch.setenv("PYTHONWARNINGS", "")  # restored afterwards
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         quiet_libraries()
@@ -51,6 +53,17 @@ def test_library_warnings_and_lightning_banners_are_filtered_narrowly():
         warnings.warn("our own warning", FutureWarning, stacklevel=1)
     assert [str(w.message) for w in caught] == ["our own warning"]
     assert logging.getLogger(LIGHTNING_BANNERS).getEffectiveLevel() == logging.WARNING
+
+
+def test_processes_started_after_quieting_filter_the_library_warnings(monkeypatch):
+    monkeypatch.setenv("PYTHONWARNINGS", "")  # restored afterwards
+    quiet_libraries()
+    quiet_libraries()  # idempotent: each option once
+    assert len(os.environ["PYTHONWARNINGS"].split(",")) == len(LIBRARY_WARNINGS)
+    code = ("import warnings; warnings.warn('`torch.jit.script` is deprecated. Please', "
+            "FutureWarning); warnings.warn('ours', FutureWarning)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "jit" not in done.stderr and "ours" in done.stderr, done.stderr
 
 
 def test_list_prints_no_library_warning_and_imports_no_torch():
