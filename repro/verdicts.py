@@ -49,9 +49,8 @@ def cell_state(record: dict[str, Any]) -> str | None:
 
 def _readings(results: Results, cells: Iterable[Cell]) -> list[str]:
     # "column: target is our reading (...)" for every column of cells the paper leaves undefined.
-    columns = sorted({column for _, column in cells})
-    return [f"{column}: target is our reading ({results.spec.column(column).reading})"
-            for column in columns if results.spec.column(column).reading]
+    columns = (results.spec.column(label) for label in sorted({c for _, c in cells}))
+    return [f"{c.label}: target is our reading ({c.reading})" for c in columns if c.reading]
 
 
 def _unsettled(results: Results, cells: Iterable[Cell]) -> tuple[list[str], int]:
