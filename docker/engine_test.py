@@ -72,11 +72,11 @@ def log(message: str) -> None:
 
 def run(args: list[str], *, env: dict | None = None, capture: bool = False,
         logfile: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    r"""Runs :obj:`args`; output to :obj:`logfile` (appended) when given,
+    r"""Runs :obj:`args`; output to :obj:`logfile` (one file per command, replaced) when given,
     captured when :obj:`capture`, else ours. Raises :class:`Failed` with the
     output's tail when :obj:`check` and it fails."""
     if logfile is not None:
-        with open(logfile, "a") as out:
+        with open(logfile, "w") as out:
             done = subprocess.run(args, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
     else:
         done = subprocess.run(args, env=env, capture_output=capture, text=True)
@@ -288,7 +288,6 @@ def build_image(engine: Engine, base: str, commit: str) -> float:
     the log with RDKit warnings."""
     log(f"docker build -t {IMAGE} --build-arg BASE_IMAGE={base} -f docker/Dockerfile .")
     logfile = engine.workdir / "image-build.log"
-    logfile.unlink(missing_ok=True)
     start = time.monotonic()
     engine.docker("build", "-t", IMAGE, "--build-arg", f"BASE_IMAGE={base}",
                   "--build-arg", f"MZATTN_GIT_COMMIT={commit}", "-f", "docker/Dockerfile",
@@ -304,9 +303,10 @@ def readme_run(engine: Engine, results: Path) -> float:
     r"""The README's ``docker run`` of :data:`TABLE` with :obj:`results`
     mounted; returns the seconds it took."""
     log(f"docker run -v {results}:/workspace/results {IMAGE} {' '.join(TABLE)}")
+    logfile = engine.workdir / "readme-run.log"
     start = time.monotonic()
     engine.docker("run", "--rm", "--shm-size", "1g", "-v", f"{results}:/workspace/results",
-                  IMAGE, *TABLE, logfile=engine.workdir / "readme-run.log")
+                  IMAGE, *TABLE, logfile=logfile)
     return time.monotonic() - start
 
 
@@ -336,7 +336,6 @@ def driver_run(engine: Engine, base: str, commit: str, results: Path) -> None:
         logfile=engine.workdir / "driver-build.log")
     log(f"mzattn-repro docker run --image {PY_IMAGE} --results {results} {' '.join(TABLE)}")
     logfile = engine.workdir / "driver-run.log"
-    logfile.unlink(missing_ok=True)
     run([*cli, "run", "--image", PY_IMAGE, "--shm-size", "1g", "--results", str(results), *TABLE],
         env=engine.env, logfile=logfile)
     no_gpu = not (engine.has_nvidia() or Path("/dev/nvidiactl").exists())
