@@ -314,6 +314,24 @@ class TableSpec:
         return _select(self.columns, names, "columns", lambda c: (c.label,))
 
 
+def _rejoin(names: list[str], known: set[str]) -> list[str]:
+    r""":obj:`names` as split at every comma (:obj:`--models a,b`), with the
+    pieces of a label that has commas itself (:obj:`"MZ-Slim (n_g=2, L=1)"`)
+    joined again: the longest run of pieces that makes a known label wins."""
+    joined, start = [], 0
+    while start < len(names):
+        label, start = next(((label, end) for end in range(len(names), start + 1, -1)
+                             for label in _joins(names[start:end]) if label in known),
+                            (names[start], start + 1))
+        joined.append(label)
+    return joined
+
+
+def _joins(pieces: list[str]) -> tuple[str, str]:
+    # the stripped pieces of "a, b" or "a,b"
+    return ", ".join(pieces), ",".join(pieces)
+
+
 def _list(labels: tuple[str, ...] | None) -> list[str] | None:
     return None if labels is None else list(labels)
 
@@ -322,6 +340,7 @@ def _select(items: tuple, names: list[str] | None, what: str, keys: Callable) ->
     if names is None:
         return items
     known = {key for item in items for key in keys(item)}
+    names = _rejoin(names, known)
     unknown = [name for name in names if name not in known]
     if unknown:
         hint = "".join(did_you_mean(name, known) for name in unknown)

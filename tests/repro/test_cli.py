@@ -9,6 +9,7 @@ import pytest
 from mzattn.baselines import build_model
 from mzattn.repro.cli import COMMANDS, main
 from mzattn.repro.quiet import LIBRARY_WARNINGS, LIGHTNING_BANNERS, quiet_libraries
+from mzattn.repro.runner import _names
 from mzattn.repro.tables import list_tables, load_spec, table_title
 
 from mzattn.names import did_you_mean
@@ -41,6 +42,19 @@ def test_an_unknown_table_or_model_suggests_the_nearest_names(capsys):
     with pytest.raises(ValueError, match="did you mean 'mz-full'"):
         load_spec("table3").select_rows(["mz-ful"])
     assert did_you_mean("zzzz", ["table3"]) == ""
+
+
+@pytest.mark.parametrize("key, option", [("table3", "--models"), ("table6", "--models"),
+                                         ("table25", "--columns")])
+def test_labels_with_commas_can_be_selected(key, option):
+    spec = load_spec(key)
+    items = spec.rows if option == "--models" else spec.columns
+    labels = [item.label for item in items if "," in item.label][:2]
+    assert labels, f"{key} has no label with a comma"
+    text = ",".join([*labels, items[0].label])  # what the shell hands '--models'
+    select = spec.select_rows if option == "--models" else spec.select_columns
+    chosen = [item.label for item in select(_names(text))]
+    assert sorted(chosen) == sorted({*labels, items[0].label})
 
 
 def test_library_warnings_and_lightning_banners_are_filtered_narrowly(monkeypatch):
