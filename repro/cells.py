@@ -30,7 +30,8 @@ from .envinfo import environment_record
 from .faults import Interrupted, atomic_write, is_no_space, no_space, set_aside, stop_on_signals
 from .history import History
 from .lightning_module import SetModule, output_channels
-from .progress import EpochLogger, show_progress_bar
+from .progress import EpochLogger
+from .quiet import show_progress_bar
 from .spec import Column, Profile, Row, TableSpec, slug
 
 RECORD_VERSION = 1

@@ -134,9 +134,9 @@ class CellRun:
     def __call__(self) -> str:
         import torch
 
-        from .progress import quiet_lightning
+        from .quiet import quiet_libraries
         from .tables import load_spec
-        quiet_lightning(self.options.progress)
+        quiet_libraries(self.options.progress)
         if self.gpu is not None:  # before CUDA starts: this process sees one GPU
             os.environ["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
         if self.threads is not None:

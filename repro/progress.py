@@ -1,24 +1,6 @@
-r"""Progress output: a bar in a terminal, plain epoch lines under CI or in
-a log file."""
-import logging
-import os
-import sys
-
+r"""Progress output: a bar in a terminal (:func:`~mzattn.repro.quiet.show_progress_bar`),
+plain epoch lines under CI or in a log file."""
 import lightning.pytorch as pl
-
-
-def show_progress_bar(progress: bool | None = None) -> bool:
-    r"""Whether to draw a progress bar: :obj:`progress` if given, else
-    :obj:`True` in an interactive terminal outside CI (:obj:`$CI` unset)."""
-    if progress is not None:
-        return progress
-    return sys.stderr.isatty() and not os.environ.get("CI")
-
-
-def quiet_lightning(progress: bool | None = None) -> None:
-    r"""Keeps Lightning's banners out of plain logs (no progress bar)."""
-    if not show_progress_bar(progress):
-        logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
 
 
 class EpochLogger(pl.Callback):

@@ -6,6 +6,7 @@ else, our own warnings included, still shows.
 import logging
 import os
 import re
+import sys
 import warnings
 
 LIBRARY_WARNINGS = (
@@ -32,14 +33,26 @@ def _warning_options() -> list[str]:
             for message, category in LIBRARY_WARNINGS]
 
 
-def quiet_libraries() -> None:
+def show_progress_bar(progress: bool | None = None) -> bool:
+    r"""Whether to draw a progress bar: :obj:`progress` if given, else
+    :obj:`True` in an interactive terminal outside CI (:obj:`$CI` unset)."""
+    if progress is not None:
+        return progress
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def quiet_libraries(progress: bool | None = None) -> None:
     r"""Filters :obj:`LIBRARY_WARNINGS` here and, through
     :obj:`PYTHONWARNINGS`, in every process started from here (the workers
     of :obj:`--jobs` and SLURM tasks import PyG before any of our code runs),
-    and sets the :obj:`LIGHTNING_BANNERS` logger to :obj:`WARNING`."""
+    and sets the :obj:`LIGHTNING_BANNERS` logger to :obj:`WARNING`. Without a
+    progress bar (:func:`show_progress_bar` of :obj:`progress`), a plain log,
+    Lightning's other informational lines are left out too."""
     for message, category in LIBRARY_WARNINGS:
         warnings.filterwarnings("ignore", message=re.escape(message), category=category)
     given = [o for o in os.environ.get("PYTHONWARNINGS", "").split(",") if o]
     os.environ["PYTHONWARNINGS"] = ",".join(
         given + [o for o in _warning_options() if o not in given])
     logging.getLogger(LIGHTNING_BANNERS).setLevel(logging.WARNING)
+    logging.getLogger("lightning.pytorch").setLevel(
+        logging.NOTSET if show_progress_bar(progress) else logging.WARNING)

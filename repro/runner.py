@@ -11,7 +11,7 @@ from lightning.pytorch.utilities import rank_zero_only
 from .cells import Cell, RunOptions, run_cell
 from .faults import RunStopped
 from .launch import add_launch_arguments, in_process, launch, launch_options_from_args
-from .progress import quiet_lightning
+from .quiet import quiet_libraries
 from .report import write_report
 from .spec import PROFILES, TableSpec
 
@@ -130,7 +130,7 @@ def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
     SIGTERM / SIGINT (:mod:`~mzattn.repro.faults`)."""
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    quiet_lightning(args.progress)
+    quiet_libraries(args.progress)
     options, launch_options = options_from_args(args), launch_options_from_args(args)
     try:
         if not in_process(launch_options, options):  # worker processes or SLURM (launch.py)

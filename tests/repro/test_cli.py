@@ -69,6 +69,16 @@ def test_library_warnings_and_lightning_banners_are_filtered_narrowly(monkeypatc
     assert logging.getLogger(LIGHTNING_BANNERS).getEffectiveLevel() == logging.WARNING
 
 
+@pytest.mark.parametrize("progress, level", [(False, logging.WARNING), (True, logging.NOTSET)])
+def test_a_plain_log_leaves_out_lightnings_info_lines(monkeypatch, progress, level):
+    monkeypatch.setenv("PYTHONWARNINGS", "")  # restored afterwards
+    logger = logging.getLogger("lightning.pytorch")
+    monkeypatch.setattr(logger, "level", logger.level)  # restored afterwards
+    quiet_libraries(progress)
+    assert logger.level == level
+    assert logging.getLogger(LIGHTNING_BANNERS).getEffectiveLevel() == logging.WARNING
+
+
 def test_processes_started_after_quieting_filter_the_library_warnings(monkeypatch):
     monkeypatch.setenv("PYTHONWARNINGS", "")  # restored afterwards
     quiet_libraries()
