@@ -10,7 +10,7 @@ import dataclasses
 
 from mzattn.repro.claims import compare, verdict
 from mzattn.repro.runner import main as run_main
-from mzattn.repro.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.spec import QUICK, SMOKE, TASK_F_NOTE, Claim, Column, Row, TableSpec, full
 
 ROWS = (
     Row("ST-Large", "st-large"),
@@ -78,7 +78,7 @@ SPEC = TableSpec(
           "rotation matching and Mahalanobis as an invariant feature. Quick profile: four of "
           "the thirteen columns, 500/200/500 sets, batch 16, peak lr 5e-4, 2-epoch warm-up, at "
           "most 15 epochs (patience 5), one seed; the paper: 200 epochs, 3 seeds, each task's "
-          "full size.",
+          "full size. " + TASK_F_NOTE,
 )
 
 if __name__ == "__main__":

@@ -9,7 +9,17 @@ import dataclasses
 
 from mzattn.repro.claims import compare, verdict
 from mzattn.repro.runner import main as run_main
-from mzattn.repro.spec import QUICK, REDUCTION_READING, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.spec import (
+    QUICK,
+    REDUCTION_READING,
+    SMOKE,
+    TASK_F_NOTE,
+    Claim,
+    Column,
+    Row,
+    TableSpec,
+    full,
+)
 
 ROWS = (
     Row("Standard", "standard"),
@@ -45,6 +55,7 @@ def _near(results, row, column):
 SPEC = TableSpec(
     key="table6", title="MZ parameter efficiency: Slim / Med / Full vs. Standard (R²)",
     rows=ROWS, columns=COLUMNS, profiles=PROFILES, paper="table6", claims=CLAIMS,
+    notes=TASK_F_NOTE,
 )
 
 if __name__ == "__main__":
