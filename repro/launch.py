@@ -3,10 +3,12 @@ table, :obj:`mzattn-repro campaign` and the tests (DESIGN §10, Execution).
 
 * :obj:`--launcher local --jobs 1` runs the cells one after another in this
   process (the historical behaviour).
-* :obj:`--launcher local --jobs N` runs N cells at a time, each in its own
-  process, with the CPU threads split between them. On a machine with GPUs
-  each cell is pinned to one visible GPU and :obj:`--cells-per-gpu K` cells
-  share one (the default :obj:`--jobs` is then GPUs × K).
+* :obj:`--launcher local --jobs N` runs N cells at a time on a pool of N
+  long-lived worker processes (:mod:`.pool`), with the CPU threads split
+  between them; each worker imports the harness once and runs one cell
+  after another. On a machine with GPUs each worker is pinned to one
+  visible GPU and :obj:`--cells-per-gpu K` workers share one (the default
+  :obj:`--jobs` is then GPUs × K).
 * :obj:`--launcher slurm` submits the cells to SLURM through
   :obj:`submitit`, one job array per table (:mod:`.slurm`).
 
@@ -17,10 +19,8 @@ The dispatcher prints the progress (cells done / running / failed /
 queued) as it changes and rebuilds a table's report once its cells end.
 """
 import argparse
-import multiprocessing as mp
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,12 +40,10 @@ from .cells import (
 )
 from .envinfo import environment_record
 from .faults import Interrupted, stop_on_signals
+from .pool import WorkerPool, pin
 
 LAUNCHERS = ("local", "slurm")
 r"""The values of :obj:`--launcher`."""
-
-EXIT_STATUS = {0: "ok", 1: "failed", 3: "busy", 4: "skipped"}
-r"""Exit status of a cell's worker process → the cell's status."""
 
 
 TIMING_KEYS = ("wall_time_s", "finished_at", "epoch_time_s")
@@ -132,15 +130,10 @@ class CellRun:
     gpu: int | None = None
 
     def __call__(self) -> str:
-        import torch
-
         from .progress import quiet_lightning
         from .tables import load_spec
         quiet_lightning(self.options.progress)
-        if self.gpu is not None:  # before CUDA starts: this process sees one GPU
-            os.environ["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
+        pin(self.gpu, self.threads)  # before CUDA starts: this process sees one GPU
         record = run_cell(load_spec(self.cell.table), self.cell, self.profile, self.out,
                           self.options)
         return "skipped" if record.get("skipped") else record["status"]
@@ -246,10 +239,6 @@ def _exit_reason(code: int) -> str:
     return f"its worker process exited with status {code}"
 
 
-def _work(run: CellRun) -> None:  # the target of a worker process
-    sys.exit({v: k for k, v in EXIT_STATUS.items()}.get(run(), 1))
-
-
 def run_in_process(runs: Sequence[CellRun], on_done: Callable[[Cell, str], None]) -> None:
     r"""Runs :obj:`runs` one after another in this process."""
     progress = Progress("cells", [run.cell for run in runs])
@@ -261,46 +250,37 @@ def run_in_process(runs: Sequence[CellRun], on_done: Callable[[Cell, str], None]
 
 
 def run_in_processes(runs: Sequence[CellRun], slots: Sequence[int | None],
-                     on_done: Callable[[Cell, str], None], poll_s: float = 0.5) -> None:
-    r"""Runs :obj:`runs` in worker processes, one per slot at a time; a
-    slot's GPU (if any) is given to every cell it runs. A worker that dies
-    (killed, out of memory) fails its cell only. SIGTERM or SIGINT here is
-    passed on to every worker, which stops its cell as a table run does
+                     on_done: Callable[[Cell, str], None], threads: int | None = None) -> None:
+    r"""Runs :obj:`runs` on a :class:`~mzattn.repro.pool.WorkerPool`: one
+    long-lived worker process per slot, pinned to the slot's GPU (if any)
+    and to :obj:`threads` torch threads, which imports the harness once and
+    runs one cell after another. A worker that dies (killed, out of
+    memory) fails its cell only (:func:`record_failure`) and its slot gets
+    a fresh worker. SIGTERM or SIGINT here is passed on to every worker,
+    which stops its cell as a table run does
     (:mod:`~mzattn.repro.faults`), and raises
     :class:`~mzattn.repro.faults.Interrupted` once they have ended."""
-    running: dict[Any, CellRun] = {}
+    queue = list(runs)
+    progress = Progress("cells", [run.cell for run in queue])
+    pool = WorkerPool(slots, threads)
     try:
         with stop_on_signals():
-            _dispatch(list(runs), list(slots), running, on_done, poll_s)
-    except Interrupted as stop:
-        for process in running:
-            os.kill(process.pid, stop.signum)
-        for process in running:
-            process.join()
+            pool.start(len(queue))  # the workers warm up together
+            while queue or pool.running():
+                for slot in pool.idle()[:len(queue)]:
+                    run = replace(queue.pop(0), gpu=pool.slots[slot])
+                    pool.submit(slot, run)
+                    progress.set(run.cell, "running")
+                for ended in pool.wait():
+                    status = ended.status if ended.status is not None else record_failure(
+                        ended.job.cell, ended.job.profile, ended.job.out,
+                        _exit_reason(ended.exit_code))["status"]
+                    progress.end(ended.job.cell, status)
+                    on_done(ended.job.cell, status)
+            pool.close()
+    except BaseException as stop:  # Interrupted, or an error of this process: stop the cells
+        pool.stop(stop.signum if isinstance(stop, Interrupted) else signal.SIGTERM)
         raise
-
-
-def _dispatch(queue: list[CellRun], free: list[int | None], running: dict[Any, CellRun],
-              on_done: Callable[[Cell, str], None], poll_s: float) -> None:
-    context = mp.get_context("spawn")
-    progress = Progress("cells", [run.cell for run in queue])
-    while queue or running:
-        while queue and free:
-            run = replace(queue.pop(0), gpu=free.pop(0))
-            process = context.Process(target=_work, args=(run,), name=run.cell.cell_id)
-            process.start()
-            running[process] = run
-            progress.set(run.cell, "running")
-        time.sleep(poll_s)
-        for process in [p for p in running if not p.is_alive()]:
-            run = running.pop(process)
-            free.append(run.gpu)
-            status = EXIT_STATUS.get(process.exitcode)
-            if status is None:
-                status = record_failure(run.cell, run.profile, run.out,
-                                        _exit_reason(process.exitcode))["status"]
-            progress.end(run.cell, status)
-            on_done(run.cell, status)
 
 
 def in_process(launch_options: LaunchOptions, options: RunOptions) -> bool:
@@ -346,9 +326,9 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
         return statuses
     gpus = _visible_gpus(options)
     jobs = launch_options.jobs or max(1, gpus * launch_options.cells_per_gpu)
-    runs = [CellRun(cell, profile, out, options, launch_options.threads or default_threads(jobs))
-            for cell in cells]
-    run_in_processes(runs, gpu_slots(jobs, launch_options.cells_per_gpu, gpus), on_done)
+    threads = launch_options.threads or default_threads(jobs)
+    runs = [CellRun(cell, profile, out, options, threads) for cell in cells]
+    run_in_processes(runs, gpu_slots(jobs, launch_options.cells_per_gpu, gpus), on_done, threads)
     return statuses
 
 
