@@ -12,7 +12,10 @@ table, :obj:`mzattn-repro campaign` and the tests (DESIGN §10, Execution).
 * :obj:`--launcher slurm` submits the cells to SLURM through
   :obj:`submitit`, one job array per table (:mod:`.slurm`).
 
-Every path calls :func:`~mzattn.repro.cells.run_cell`, so a cell keeps its
+Tables and the campaign call :func:`launch`, the analysis studies'
+trainings (:mod:`.analysis.training`) the :func:`dispatch` underneath it:
+both dispatch :class:`Run` objects the same way. For a table every path
+calls :func:`~mzattn.repro.cells.run_cell`, so a cell keeps its
 semantics: one atomic JSON, finished cells skipped, a killed cell resumed
 from its :obj:`last.ckpt`, a failed cell recorded while the others go on.
 The dispatcher prints the progress (cells done / running / failed /
@@ -20,11 +23,12 @@ queued) as it changes and rebuilds a table's report once its cells end.
 """
 import argparse
 import os
+import os.path as osp
 import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from .cells import (
     RECORD_VERSION,
@@ -116,12 +120,44 @@ class LaunchOptions:
 
 
 @dataclass(frozen=True)
+class CellName:
+    r"""The name of a run that is not a table's cell (an analysis
+    training): :obj:`table` groups runs (one SLURM job array, files under
+    :obj:`{out}/{table}/`) and :obj:`cell_id` names one."""
+    table: str
+    cell_id: str
+
+
+class Run(Protocol):
+    r"""What :func:`dispatch` runs: a picklable, frozen dataclass that runs
+    in any process when called and returns its status (:obj:`"ok"`,
+    :obj:`"failed"`, :obj:`"skipped"` or :obj:`"busy"`), with
+    :obj:`threads` torch threads on GPU :obj:`gpu` (fields :func:`dispatch`
+    sets), results under :obj:`out`, and a :obj:`cell` (a
+    :class:`~mzattn.repro.cells.Cell` or :class:`CellName`) naming it in
+    the progress lines. :class:`CellRun` is the run of a table's cell."""
+    cell: Cell | CellName
+    out: str
+    threads: int | None
+    gpu: int | None
+
+    def __call__(self) -> str: ...
+
+    def finished(self) -> bool:
+        r"""Whether it ran to the end before (it is then skipped)."""
+
+    def fail(self, reason: str) -> str:
+        r"""Records that it failed for :obj:`reason` (a killed worker, a
+        scheduler error), prints the reason, and returns its status."""
+
+
+@dataclass(frozen=True)
 class CellRun:
-    r"""One cell to run, picklable: calling it in any process runs
-    :func:`~mzattn.repro.cells.run_cell` with :obj:`threads` torch threads
-    on GPU :obj:`gpu` (if given) and returns the cell's status:
-    :obj:`"ok"`, :obj:`"failed"`, :obj:`"skipped"` (finished before) or
-    :obj:`"busy"` (another process holds it)."""
+    r"""One cell to run (a :class:`Run`), picklable: calling it in any
+    process runs :func:`~mzattn.repro.cells.run_cell` with :obj:`threads`
+    torch threads on GPU :obj:`gpu` (if given) and returns the cell's
+    status: :obj:`"ok"`, :obj:`"failed"`, :obj:`"skipped"` (finished
+    before) or :obj:`"busy"` (another process holds it)."""
     cell: Cell
     profile: str
     out: str
@@ -137,6 +173,17 @@ class CellRun:
         record = run_cell(load_spec(self.cell.table), self.cell, self.profile, self.out,
                           self.options)
         return "skipped" if record.get("skipped") else record["status"]
+
+    def finished(self) -> bool:
+        r"""Whether the cell's JSON holds a finished run of its configuration."""
+        from .tables import load_spec
+        config = cell_config(load_spec(self.cell.table), self.cell, self.profile)
+        return is_finished(readable_record(self.cell, self.out), config)
+
+    def fail(self, reason: str) -> str:
+        r"""Records the cell as failed for :obj:`reason`
+        (:func:`record_failure`) and returns its status."""
+        return record_failure(self.cell, self.profile, self.out, reason)["status"]
 
 
 class Progress:
@@ -239,7 +286,7 @@ def _exit_reason(code: int) -> str:
     return f"its worker process exited with status {code}"
 
 
-def run_in_process(runs: Sequence[CellRun], on_done: Callable[[Cell, str], None]) -> None:
+def run_in_process(runs: Sequence[Run], on_done: Callable[[Any, str], None]) -> None:
     r"""Runs :obj:`runs` one after another in this process."""
     progress = Progress("cells", [run.cell for run in runs])
     for run in runs:
@@ -249,14 +296,14 @@ def run_in_process(runs: Sequence[CellRun], on_done: Callable[[Cell, str], None]
         on_done(run.cell, status)
 
 
-def run_in_processes(runs: Sequence[CellRun], slots: Sequence[int | None],
-                     on_done: Callable[[Cell, str], None], threads: int | None = None) -> None:
+def run_in_processes(runs: Sequence[Run], slots: Sequence[int | None],
+                     on_done: Callable[[Any, str], None], threads: int | None = None) -> None:
     r"""Runs :obj:`runs` on a :class:`~mzattn.repro.pool.WorkerPool`: one
     long-lived worker process per slot, pinned to the slot's GPU (if any)
     and to :obj:`threads` torch threads, which imports the harness once and
     runs one cell after another. A worker that dies (killed, out of
-    memory) fails its cell only (:func:`record_failure`) and its slot gets
-    a fresh worker. SIGTERM or SIGINT here is passed on to every worker,
+    memory) fails its cell only (:meth:`Run.fail`) and its slot gets a
+    fresh worker. SIGTERM or SIGINT here is passed on to every worker,
     which stops its cell as a table run does
     (:mod:`~mzattn.repro.faults`), and raises
     :class:`~mzattn.repro.faults.Interrupted` once they have ended."""
@@ -272,9 +319,8 @@ def run_in_processes(runs: Sequence[CellRun], slots: Sequence[int | None],
                     pool.submit(slot, run)
                     progress.set(run.cell, "running")
                 for ended in pool.wait():
-                    status = ended.status if ended.status is not None else record_failure(
-                        ended.job.cell, ended.job.profile, ended.job.out,
-                        _exit_reason(ended.exit_code))["status"]
+                    status = ended.status if ended.status is not None else \
+                        ended.job.fail(_exit_reason(ended.exit_code))
                     progress.end(ended.job.cell, status)
                     on_done(ended.job.cell, status)
             pool.close()
@@ -308,43 +354,51 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
         if left[cell.table] == 0 or (report_each_cell and status in ("ok", "failed")):
             _write_report(cell.table, out)
 
-    cells = _unfinished(cells, profile, out, on_done)
+    dispatch([CellRun(cell, profile, out, options) for cell in cells], options, launch_options,
+             on_done)
+    return statuses
+
+
+def dispatch(runs: Sequence[Run], options: RunOptions, launch_options: LaunchOptions,
+             on_done: Callable[[Any, str], None]) -> None:
+    r"""Runs :obj:`runs` (:class:`Run`: table cells, analysis trainings)
+    as :obj:`launch_options` says, on the devices of :obj:`options`, and
+    calls :obj:`on_done(run.cell, status)` as each ends; those that
+    finished before end at once as :obj:`"skipped"`."""
+    runs = _unfinished(runs, on_done)
     if launch_options.launcher == "slurm":
         try:
             from .slurm import run_on_slurm
         except ModuleNotFoundError as error:
             raise ValueError("'--launcher slurm' needs submitit: pip install "
                              "'mzattn[repro]'") from error
-        run_on_slurm(cells, profile, out, options, launch_options.slurm, on_done)
-        return statuses
+        slurm = launch_options.slurm  # the nodes see the results folder by its absolute path
+        run_on_slurm([replace(run, out=osp.abspath(run.out), threads=slurm.cpus)
+                      for run in runs], slurm, on_done)
+        return
     if launch_options.launcher != "local":
         raise ValueError(f"unknown launcher {launch_options.launcher!r}; "
                          f"choose from {', '.join(LAUNCHERS)}")
     if in_process(launch_options, options):
-        runs = [CellRun(cell, profile, out, options, launch_options.threads) for cell in cells]
-        run_in_process(runs, on_done)
-        return statuses
+        run_in_process([replace(run, threads=launch_options.threads) for run in runs], on_done)
+        return
     gpus = _visible_gpus(options)
     jobs = launch_options.jobs or max(1, gpus * launch_options.cells_per_gpu)
     threads = launch_options.threads or default_threads(jobs)
-    runs = [CellRun(cell, profile, out, options, threads) for cell in cells]
-    run_in_processes(runs, gpu_slots(jobs, launch_options.cells_per_gpu, gpus), on_done, threads)
-    return statuses
+    run_in_processes([replace(run, threads=threads) for run in runs],
+                     gpu_slots(jobs, launch_options.cells_per_gpu, gpus), on_done, threads)
 
 
-def _unfinished(cells: Sequence[Cell], profile: str, out: str,
-                on_done: Callable[[Cell, str], None]) -> list[Cell]:
-    # finished cells end here as "skipped": no process, no array task
-    from .tables import load_spec
+def _unfinished(runs: Sequence[Run], on_done: Callable[[Any, str], None]) -> list[Run]:
+    # finished runs end here as "skipped": no process, no array task
     todo = []
-    for cell in cells:
-        config = cell_config(load_spec(cell.table), cell, profile)
-        if is_finished(readable_record(cell, out), config):
-            on_done(cell, "skipped")
+    for run in runs:
+        if run.finished():
+            on_done(run.cell, "skipped")
         else:
-            todo.append(cell)
-    if len(todo) < len(cells):
-        say(f"{len(cells) - len(todo)} of {len(cells)} cells finished before: skipped")
+            todo.append(run)
+    if len(todo) < len(runs):
+        say(f"{len(runs) - len(todo)} of {len(runs)} cells finished before: skipped")
     return todo
 
 
