@@ -415,8 +415,8 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--launcher", choices=LAUNCHERS, default="local",
                        help="local: this machine; slurm: a job array per table (submitit)")
     group.add_argument("--jobs", type=int, default=0,
-                       help="local cells at a time, each its own process (default: one per "
-                            "GPU slot, else 1 = in this process)")
+                       help="local cells at a time, on a pool of worker processes (default: "
+                            "one per GPU slot, else 1 = in this process)")
     group.add_argument("--cells-per-gpu", type=int, default=1,
                        help="local cells sharing one GPU (default: 1)")
     slurm = SlurmOptions()
