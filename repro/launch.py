@@ -3,28 +3,32 @@ table, :obj:`mzattn-repro campaign` and the tests (DESIGN §10, Execution).
 
 * :obj:`--launcher local --jobs 1` runs the cells one after another in this
   process (the historical behaviour).
-* :obj:`--launcher local --jobs N` runs N cells at a time, each in its own
-  process, with the CPU threads split between them. On a machine with GPUs
-  each cell is pinned to one visible GPU and :obj:`--cells-per-gpu K` cells
-  share one (the default :obj:`--jobs` is then GPUs × K).
+* :obj:`--launcher local --jobs N` runs N cells at a time on a pool of N
+  long-lived worker processes (:mod:`.pool`), with the CPU threads split
+  between them; each worker imports the harness once and runs one cell
+  after another. On a machine with GPUs each worker is pinned to one
+  visible GPU and :obj:`--cells-per-gpu K` workers share one (the default
+  :obj:`--jobs` is then GPUs × K).
 * :obj:`--launcher slurm` submits the cells to SLURM through
   :obj:`submitit`, one job array per table (:mod:`.slurm`).
 
-Every path calls :func:`~mzattn.repro.cells.run_cell`, so a cell keeps its
+Tables and the campaign call :func:`launch`, the analysis studies'
+trainings (:mod:`.analysis.training`) the :func:`dispatch` underneath it:
+both dispatch :class:`Run` objects the same way. For a table every path
+calls :func:`~mzattn.repro.cells.run_cell`, so a cell keeps its
 semantics: one atomic JSON, finished cells skipped, a killed cell resumed
 from its :obj:`last.ckpt`, a failed cell recorded while the others go on.
 The dispatcher prints the progress (cells done / running / failed /
 queued) as it changes and rebuilds a table's report once its cells end.
 """
 import argparse
-import multiprocessing as mp
 import os
+import os.path as osp
 import signal
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from .cells import (
     RECORD_VERSION,
@@ -40,12 +44,10 @@ from .cells import (
 )
 from .envinfo import environment_record
 from .faults import Interrupted, stop_on_signals
+from .pool import WorkerPool, pin
 
 LAUNCHERS = ("local", "slurm")
 r"""The values of :obj:`--launcher`."""
-
-EXIT_STATUS = {0: "ok", 1: "failed", 3: "busy", 4: "skipped"}
-r"""Exit status of a cell's worker process → the cell's status."""
 
 
 TIMING_KEYS = ("wall_time_s", "finished_at", "epoch_time_s")
@@ -118,32 +120,70 @@ class LaunchOptions:
 
 
 @dataclass(frozen=True)
+class CellName:
+    r"""The name of a run that is not a table's cell (an analysis
+    training): :obj:`table` groups runs (one SLURM job array, files under
+    :obj:`{out}/{table}/`) and :obj:`cell_id` names one."""
+    table: str
+    cell_id: str
+
+
+class Run(Protocol):
+    r"""What :func:`dispatch` runs: a picklable, frozen dataclass that runs
+    in any process when called and returns its status (:obj:`"ok"`,
+    :obj:`"failed"`, :obj:`"skipped"` or :obj:`"busy"`), with
+    :obj:`threads` torch threads on GPU :obj:`gpu` (fields :func:`dispatch`
+    sets), results under :obj:`out`, and a :obj:`cell` (a
+    :class:`~mzattn.repro.cells.Cell` or :class:`CellName`) naming it in
+    the progress lines. :class:`CellRun` is the run of a table's cell."""
+    cell: Cell | CellName
+    out: str
+    threads: int | None
+    gpu: str | None
+
+    def __call__(self) -> str: ...
+
+    def finished(self) -> bool:
+        r"""Whether it ran to the end before (it is then skipped)."""
+
+    def fail(self, reason: str) -> str:
+        r"""Records that it failed for :obj:`reason` (a killed worker, a
+        scheduler error), prints the reason, and returns its status."""
+
+
+@dataclass(frozen=True)
 class CellRun:
-    r"""One cell to run, picklable: calling it in any process runs
-    :func:`~mzattn.repro.cells.run_cell` with :obj:`threads` torch threads
-    on GPU :obj:`gpu` (if given) and returns the cell's status:
-    :obj:`"ok"`, :obj:`"failed"`, :obj:`"skipped"` (finished before) or
-    :obj:`"busy"` (another process holds it)."""
+    r"""One cell to run (a :class:`Run`), picklable: calling it in any
+    process runs :func:`~mzattn.repro.cells.run_cell` with :obj:`threads`
+    torch threads on GPU :obj:`gpu` (if given) and returns the cell's
+    status: :obj:`"ok"`, :obj:`"failed"`, :obj:`"skipped"` (finished
+    before) or :obj:`"busy"` (another process holds it)."""
     cell: Cell
     profile: str
     out: str
     options: RunOptions
     threads: int | None = None
-    gpu: int | None = None
+    gpu: str | None = None
 
     def __call__(self) -> str:
-        import torch
-
         from .quiet import quiet_libraries
         from .tables import load_spec
         quiet_libraries(self.options.progress)
-        if self.gpu is not None:  # before CUDA starts: this process sees one GPU
-            os.environ["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
-        if self.threads is not None:
-            torch.set_num_threads(self.threads)
+        pin(self.gpu, self.threads)  # before CUDA starts: this process sees one GPU
         record = run_cell(load_spec(self.cell.table), self.cell, self.profile, self.out,
                           self.options)
         return "skipped" if record.get("skipped") else record["status"]
+
+    def finished(self) -> bool:
+        r"""Whether the cell's JSON holds a finished run of its configuration."""
+        from .tables import load_spec
+        config = cell_config(load_spec(self.cell.table), self.cell, self.profile)
+        return is_finished(readable_record(self.cell, self.out), config)
+
+    def fail(self, reason: str) -> str:
+        r"""Records the cell as failed for :obj:`reason`
+        (:func:`record_failure`) and returns its status."""
+        return record_failure(self.cell, self.profile, self.out, reason)["status"]
 
 
 class Progress:
@@ -222,13 +262,23 @@ def default_threads(jobs: int) -> int:
     return max(1, (cpus or 1) // jobs)
 
 
-def gpu_slots(jobs: int, cells_per_gpu: int, gpus: int) -> list[int | None]:
-    r"""The GPU of each of :obj:`jobs` local slots: slot :obj:`i` uses GPU
-    :obj:`i // cells_per_gpu` (round robin past the last), or :obj:`None`
-    for every slot when there is no GPU."""
-    if gpus == 0:
+def gpu_slots(jobs: int, cells_per_gpu: int, devices: Sequence[str]) -> list[str | None]:
+    r"""The GPU of each of :obj:`jobs` local slots, as an entry of
+    :obj:`CUDA_VISIBLE_DEVICES`: slot :obj:`i` uses :obj:`devices[i //
+    cells_per_gpu]` (round robin past the last), or :obj:`None` for every
+    slot when :obj:`devices` is empty."""
+    if not devices:
         return [None] * jobs
-    return [(slot // cells_per_gpu) % gpus for slot in range(jobs)]
+    return [devices[(slot // cells_per_gpu) % len(devices)] for slot in range(jobs)]
+
+
+def visible_devices(count: int) -> list[str]:
+    r"""The :obj:`count` GPUs this process sees, each as the entry of
+    :obj:`CUDA_VISIBLE_DEVICES` that names it to a child process: the
+    entries already set (by a scheduler, say :obj:`"2,3"`), else
+    :obj:`"0"` to :obj:`count - 1`."""
+    given = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    return given[:count] if len(given) >= count else [str(i) for i in range(count)]
 
 
 def _visible_gpus(options: RunOptions) -> int:
@@ -246,11 +296,7 @@ def _exit_reason(code: int) -> str:
     return f"its worker process exited with status {code}"
 
 
-def _work(run: CellRun) -> None:  # the target of a worker process
-    sys.exit({v: k for k, v in EXIT_STATUS.items()}.get(run(), 1))
-
-
-def run_in_process(runs: Sequence[CellRun], on_done: Callable[[Cell, str], None]) -> None:
+def run_in_process(runs: Sequence[Run], on_done: Callable[[Any, str], None]) -> None:
     r"""Runs :obj:`runs` one after another in this process."""
     progress = Progress("cells", [run.cell for run in runs])
     for run in runs:
@@ -260,47 +306,37 @@ def run_in_process(runs: Sequence[CellRun], on_done: Callable[[Cell, str], None]
         on_done(run.cell, status)
 
 
-def run_in_processes(runs: Sequence[CellRun], slots: Sequence[int | None],
-                     on_done: Callable[[Cell, str], None], poll_s: float = 0.5) -> None:
-    r"""Runs :obj:`runs` in worker processes, one per slot at a time; a
-    slot's GPU (if any) is given to every cell it runs. A worker that dies
-    (killed, out of memory) fails its cell only. SIGTERM or SIGINT here is
-    passed on to every worker, which stops its cell as a table run does
+def run_in_processes(runs: Sequence[Run], slots: Sequence[int | None],
+                     on_done: Callable[[Any, str], None], threads: int | None = None) -> None:
+    r"""Runs :obj:`runs` on a :class:`~mzattn.repro.pool.WorkerPool`: one
+    long-lived worker process per slot, pinned to the slot's GPU (if any)
+    and to :obj:`threads` torch threads, which imports the harness once and
+    runs one cell after another. A worker that dies (killed, out of
+    memory) fails its cell only (:meth:`Run.fail`) and its slot gets a
+    fresh worker. SIGTERM or SIGINT here is passed on to every worker,
+    which stops its cell as a table run does
     (:mod:`~mzattn.repro.faults`), and raises
     :class:`~mzattn.repro.faults.Interrupted` once they have ended."""
-    running: dict[Any, CellRun] = {}
+    queue = list(runs)
+    progress = Progress("cells", [run.cell for run in queue])
+    pool = WorkerPool(slots, threads)
     try:
         with stop_on_signals():
-            _dispatch(list(runs), list(slots), running, on_done, poll_s)
-    except Interrupted as stop:
-        for process in running:
-            os.kill(process.pid, stop.signum)
-        for process in running:
-            process.join()
+            pool.start(len(queue))  # the workers warm up together
+            while queue or pool.running():
+                for slot in pool.idle()[:len(queue)]:
+                    run = replace(queue.pop(0), gpu=pool.slots[slot])
+                    pool.submit(slot, run)
+                    progress.set(run.cell, "running")
+                for ended in pool.wait():
+                    status = ended.status if ended.status is not None else \
+                        ended.job.fail(_exit_reason(ended.exit_code))
+                    progress.end(ended.job.cell, status)
+                    on_done(ended.job.cell, status)
+            pool.close()
+    except BaseException as stop:  # Interrupted, or an error of this process: stop the cells
+        pool.stop(stop.signum if isinstance(stop, Interrupted) else signal.SIGTERM)
         raise
-
-
-def _dispatch(queue: list[CellRun], free: list[int | None], running: dict[Any, CellRun],
-              on_done: Callable[[Cell, str], None], poll_s: float) -> None:
-    context = mp.get_context("spawn")
-    progress = Progress("cells", [run.cell for run in queue])
-    while queue or running:
-        while queue and free:
-            run = replace(queue.pop(0), gpu=free.pop(0))
-            process = context.Process(target=_work, args=(run,), name=run.cell.cell_id)
-            process.start()
-            running[process] = run
-            progress.set(run.cell, "running")
-        time.sleep(poll_s)
-        for process in [p for p in running if not p.is_alive()]:
-            run = running.pop(process)
-            free.append(run.gpu)
-            status = EXIT_STATUS.get(process.exitcode)
-            if status is None:
-                status = record_failure(run.cell, run.profile, run.out,
-                                        _exit_reason(process.exitcode))["status"]
-            progress.end(run.cell, status)
-            on_done(run.cell, status)
 
 
 def in_process(launch_options: LaunchOptions, options: RunOptions) -> bool:
@@ -328,43 +364,51 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
         if left[cell.table] == 0 or (report_each_cell and status in ("ok", "failed")):
             _write_report(cell.table, out)
 
-    cells = _unfinished(cells, profile, out, on_done)
+    dispatch([CellRun(cell, profile, out, options) for cell in cells], options, launch_options,
+             on_done)
+    return statuses
+
+
+def dispatch(runs: Sequence[Run], options: RunOptions, launch_options: LaunchOptions,
+             on_done: Callable[[Any, str], None]) -> None:
+    r"""Runs :obj:`runs` (:class:`Run`: table cells, analysis trainings)
+    as :obj:`launch_options` says, on the devices of :obj:`options`, and
+    calls :obj:`on_done(run.cell, status)` as each ends; those that
+    finished before end at once as :obj:`"skipped"`."""
+    runs = _unfinished(runs, on_done)
     if launch_options.launcher == "slurm":
         try:
             from .slurm import run_on_slurm
         except ModuleNotFoundError as error:
             raise ValueError("'--launcher slurm' needs submitit: pip install "
                              "'mzattn[repro]'") from error
-        run_on_slurm(cells, profile, out, options, launch_options.slurm, on_done)
-        return statuses
+        slurm = launch_options.slurm  # the nodes see the results folder by its absolute path
+        run_on_slurm([replace(run, out=osp.abspath(run.out), threads=slurm.cpus)
+                      for run in runs], slurm, on_done)
+        return
     if launch_options.launcher != "local":
         raise ValueError(f"unknown launcher {launch_options.launcher!r}; "
                          f"choose from {', '.join(LAUNCHERS)}")
     if in_process(launch_options, options):
-        runs = [CellRun(cell, profile, out, options, launch_options.threads) for cell in cells]
-        run_in_process(runs, on_done)
-        return statuses
+        run_in_process([replace(run, threads=launch_options.threads) for run in runs], on_done)
+        return
     gpus = _visible_gpus(options)
     jobs = launch_options.jobs or max(1, gpus * launch_options.cells_per_gpu)
-    runs = [CellRun(cell, profile, out, options, launch_options.threads or default_threads(jobs))
-            for cell in cells]
-    run_in_processes(runs, gpu_slots(jobs, launch_options.cells_per_gpu, gpus), on_done)
-    return statuses
+    threads = launch_options.threads or default_threads(jobs)
+    slots = gpu_slots(jobs, launch_options.cells_per_gpu, visible_devices(gpus))
+    run_in_processes([replace(run, threads=threads) for run in runs], slots, on_done, threads)
 
 
-def _unfinished(cells: Sequence[Cell], profile: str, out: str,
-                on_done: Callable[[Cell, str], None]) -> list[Cell]:
-    # finished cells end here as "skipped": no process, no array task
-    from .tables import load_spec
+def _unfinished(runs: Sequence[Run], on_done: Callable[[Any, str], None]) -> list[Run]:
+    # finished runs end here as "skipped": no process, no array task
     todo = []
-    for cell in cells:
-        config = cell_config(load_spec(cell.table), cell, profile)
-        if is_finished(readable_record(cell, out), config):
-            on_done(cell, "skipped")
+    for run in runs:
+        if run.finished():
+            on_done(run.cell, "skipped")
         else:
-            todo.append(cell)
-    if len(todo) < len(cells):
-        say(f"{len(cells) - len(todo)} of {len(cells)} cells finished before: skipped")
+            todo.append(run)
+    if len(todo) < len(runs):
+        say(f"{len(runs) - len(todo)} of {len(runs)} cells finished before: skipped")
     return todo
 
 
@@ -381,8 +425,8 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--launcher", choices=LAUNCHERS, default="local",
                        help="local: this machine; slurm: a job array per table (submitit)")
     group.add_argument("--jobs", type=int, default=0,
-                       help="local cells at a time, each its own process (default: one per "
-                            "GPU slot, else 1 = in this process)")
+                       help="local cells at a time, on a pool of worker processes (default: "
+                            "one per GPU slot, else 1 = in this process)")
     group.add_argument("--cells-per-gpu", type=int, default=1,
                        help="local cells sharing one GPU (default: 1)")
     slurm = SlurmOptions()

@@ -12,11 +12,12 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import submitit
 
-from .cells import Cell, RunOptions, table_dir
-from .launch import CellRun, Progress, SlurmOptions, record_failure, say
+from .cells import table_dir
+from .launch import Progress, Run, SlurmOptions, say
 
 REASONS = {
     "TIMEOUT": "SLURM stopped it at its time limit ({time} min, --slurm-time) and it could "
@@ -33,11 +34,12 @@ r"""SLURM job states → the plain-words reason a cell failed."""
 
 
 class CellJob(submitit.helpers.Checkpointable):
-    r"""A :class:`~mzattn.repro.launch.CellRun` as a SLURM array task:
-    requeued with the same arguments on time-out or preemption (the cell's
+    r"""A :class:`~mzattn.repro.launch.Run` (a table's
+    :class:`~mzattn.repro.launch.CellRun`) as a SLURM array task: requeued
+    with the same arguments on time-out or preemption (the cell's
     :obj:`last.ckpt` holds its progress)."""
 
-    def __init__(self, run: CellRun) -> None:
+    def __init__(self, run: Run) -> None:
         self.run = run
 
     def __call__(self) -> str:
@@ -69,14 +71,12 @@ def executor(folder: str, options: SlurmOptions, name: str) -> submitit.SlurmExe
     return ex
 
 
-def submit_table(cells: Sequence[Cell], profile: str, out: str, options: RunOptions,
-                 slurm: SlurmOptions) -> list[submitit.Job]:
-    r"""Submits :obj:`cells` (of one table) as one job array; raises
+def submit_table(runs: Sequence[Run], slurm: SlurmOptions) -> list[submitit.Job]:
+    r"""Submits :obj:`runs` (of one table) as one job array; raises
     :class:`RuntimeError` with the scheduler's words if it refuses them."""
-    table = cells[0].table
-    ex = executor(osp.join(table_dir(out, table), "slurm"), slurm, f"mzattn-{table}")
-    jobs = [CellJob(CellRun(cell, profile, osp.abspath(out), options, slurm.cpus))
-            for cell in cells]
+    table = runs[0].cell.table
+    ex = executor(osp.join(table_dir(runs[0].out, table), "slurm"), slurm, f"mzattn-{table}")
+    jobs = [CellJob(run) for run in runs]
     try:
         return ex.submit_array(jobs)
     except (submitit.core.utils.FailedJobError, subprocess.SubprocessError, OSError) as error:
@@ -118,39 +118,39 @@ def _state(job: submitit.Job, queued: dict[str, str], missing: dict[str, int]) -
     return "ended" if missing[job.job_id] > 2 else "running"  # left the queue: let it settle
 
 
-def run_on_slurm(cells: Sequence[Cell], profile: str, out: str, options: RunOptions,
-                 slurm: SlurmOptions, on_done: Callable[[Cell, str], None]) -> None:
-    r"""Submits one job array per table of :obj:`cells` and polls them
-    until every cell has ended, printing progress and calling
-    :obj:`on_done(cell, status)` for each."""
-    progress = Progress("slurm", cells)
-    pending: dict[str, tuple[Cell, submitit.Job]] = {}
-    for table in dict.fromkeys(cell.table for cell in cells):
-        group = [cell for cell in cells if cell.table == table]
+def run_on_slurm(runs: Sequence[Run], slurm: SlurmOptions,
+                 on_done: Callable[[Any, str], None]) -> None:
+    r"""Submits one job array per table of :obj:`runs` and polls them
+    until every run has ended, printing progress and calling
+    :obj:`on_done(run.cell, status)` for each."""
+    progress = Progress("slurm", [run.cell for run in runs])
+    pending: dict[str, tuple[Run, submitit.Job]] = {}
+    for table in dict.fromkeys(run.cell.table for run in runs):
+        group = [run for run in runs if run.cell.table == table]
         try:
-            jobs = submit_table(group, profile, out, options, slurm)
+            jobs = submit_table(group, slurm)
         except RuntimeError as error:
-            for cell in group:
-                record_failure(cell, profile, out, str(error))
-                progress.end(cell, "failed")
-                on_done(cell, "failed")
+            for run in group:
+                run.fail(str(error))
+                progress.end(run.cell, "failed")
+                on_done(run.cell, "failed")
             continue
         say(f"{table}: submitted job array {jobs[0].job_id.split('_')[0]} "
             f"({len(jobs)} cells)")
-        pending |= {job.job_id: (cell, job) for cell, job in zip(group, jobs, strict=True)}
+        pending |= {job.job_id: (run, job) for run, job in zip(group, jobs, strict=True)}
     missing: dict[str, int] = {}
     while pending:
         queued = queue_states([job for _, job in pending.values()])
-        for job_id, (cell, job) in list(pending.items()):
+        for job_id, (run, job) in list(pending.items()):
             state = _state(job, queued, missing)
             if state != "ended":
-                progress.set(cell, state)
+                progress.set(run.cell, state)
                 continue
             status, reason = _outcome(job, slurm)
             if reason is not None:
-                status = record_failure(cell, profile, out, reason)["status"]
+                status = run.fail(reason)
             del pending[job_id]
-            progress.end(cell, status)
-            on_done(cell, status)
+            progress.end(run.cell, status)
+            on_done(run.cell, status)
         if pending:
             time.sleep(slurm.poll_s)

@@ -2,13 +2,18 @@ r"""The :obj:`mzattn-repro analysis` command.
 
 .. code-block:: text
 
-    mzattn-repro analysis table19|table20|table21 [--profile quick]  # App. D.3
+    mzattn-repro analysis table19|table20|table21 [--profile quick] [--jobs 2]  # App. D.3
     mzattn-repro analysis table14 [--profile quick] [--results results/quick]
     mzattn-repro analysis figure2 [--results results/quick]        # Fig. 2 right
-    mzattn-repro analysis figure3 [--profile quick]                # Figs. 3-4
+    mzattn-repro analysis figure3 [--profile quick] [--jobs 2]     # Figs. 3-4
     mzattn-repro analysis ihw CHECKPOINT [--out DIR]     # any trained checkpoint
     mzattn-repro analysis probe CHECKPOINT [--layer 0] [--out DIR]
     mzattn-repro analysis tdof                           # TDOF assignments
+
+The commands that train models (the uncertainty tables and :obj:`figure3`)
+take the dispatch options of a table (:obj:`--launcher`, :obj:`--jobs`,
+:obj:`--cells-per-gpu`, :obj:`--slurm-*`; :mod:`.training`). The others
+train nothing: they read trained checkpoints or table results.
 """
 import argparse
 import json
@@ -18,7 +23,10 @@ import sys
 import torch
 
 from ..cells import write_json_atomic
+from ..faults import RunStopped
+from ..launch import add_launch_arguments, launch_options_from_args
 from ..spec import PROFILES
+from .training import TrainingsFailed
 
 UNCERTAINTY_TABLES = ("table19", "table20", "table21")
 COMMANDS = (*UNCERTAINTY_TABLES, "table14", "figure2", "figure3", "ihw", "probe", "tdof")
@@ -32,12 +40,16 @@ def _parser(command: str, description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _profile_parser(command: str, description: str) -> argparse.ArgumentParser:
+def _profile_parser(command: str, description: str,
+                    trains: bool = False) -> argparse.ArgumentParser:
+    # trains: the command trains models, dispatched as a table's cells (.training)
     parser = _parser(command, description)
     parser.add_argument("--profile", choices=PROFILES, default="quick",
                         help="smoke (seconds), quick (2-core CPU), full (paper protocol)")
     parser.add_argument("--out", default=None,
                         help="results folder (default: results/PROFILE)")
+    if trains:
+        add_launch_arguments(parser)
     return parser
 
 
@@ -46,12 +58,14 @@ def run_uncertainty_table(key: str, argv: list[str]) -> int:
     reuses) the uncertainty study and writes the table's report."""
     from .study import run_study
     from .uncertainty_tables import table19_report, table20_report, table21_report
-    parser = _profile_parser(key, f"{key} of App. D.3 (uncertainty on set matching)")
+    parser = _profile_parser(key, f"{key} of App. D.3 (uncertainty on set matching)",
+                             trains=True)
     parser.add_argument("--seeds", default=None, help="comma-separated seeds")
     args = _parse(parser, argv)
     seeds = None if args.seeds is None else [int(s) for s in args.seeds.split(",")]
     out = args.out or osp.join("results", args.profile)
-    records = run_study(args.profile, out, seeds, args.data_root)
+    records = run_study(args.profile, out, seeds, args.data_root,
+                        launch_options_from_args(args))
     write = {"table19": table19_report, "table20": table20_report,
              "table21": table21_report}[key]
     print(write(records, osp.join(out, key)))
@@ -76,9 +90,10 @@ def run_tdof_table(key: str, argv: list[str]) -> int:
 def run_figure3(argv: list[str]) -> int:
     r""":obj:`mzattn-repro analysis figure3`: Figures 3-4 (probing)."""
     from .probe_study import run_probe_study
-    args = _parse(_profile_parser("figure3", "Figures 3-4: generator probing"), argv)
+    args = _parse(_profile_parser("figure3", "Figures 3-4: generator probing", trains=True),
+                  argv)
     print(run_probe_study(args.profile, args.out or osp.join("results", args.profile),
-                          args.data_root))
+                          args.data_root, launch_options_from_args(args)))
     return 0
 
 
@@ -157,6 +172,12 @@ def cli(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except TrainingsFailed as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except RunStopped as stop:  # SIGTERM / SIGINT to the workers (143 / 130), a full disk
+        print(f"[mzattn-repro] {stop}", file=sys.stderr, flush=True)
+        return stop.exit_status
 
 
 def script_main(command: str) -> int:

@@ -10,12 +10,14 @@ import os.path as osp
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cells import write_json_atomic
+from ..cells import RunOptions, write_json_atomic
+from ..launch import CellName, LaunchOptions
 from ..spec import QUICK, SMOKE, Profile, full
-from .checkpoint import load_checkpoint, train_checkpoint
+from .checkpoint import load_checkpoint
 from .output import markdown_table, write_text
 from .plots import figure3, figure4
 from .probing import context_gates, mz_attention_layers, probe
+from .training import TrainingRun, train_all
 
 TASK = "quadratic_tdof"
 
@@ -71,19 +73,32 @@ def probe_checkpoint(path: str, layer: int = 0, pair: tuple[int, int] = (0, 1),
             **probe(module, gates, pair, head, rank_contexts)}
 
 
-def run_probe_study(profile_name: str, out: str, root: str | None = None) -> str:
-    r"""Trains (or reuses) one model per budget, probes them, writes the
-    figures, :obj:`probe.json` and :obj:`report.md`; returns the report path."""
+def training_runs(profile: ProbeProfile, out: str,
+                  root: str | None = None) -> list[TrainingRun]:
+    r"""One training per generator budget, with checkpoints
+    :obj:`{out}/figure3/ckpt/mz-full_L{budget}.pt`."""
+    return [TrainingRun(CellName("figure3", f"mz-full_L{budget}"), out, "mz-full", TASK,
+                        profile.training,
+                        overrides={**profile.model_overrides, "num_matrix_generators": budget},
+                        task_overrides={"L": profile.tdof},
+                        options=RunOptions(accelerator="cpu", data_root=root))
+            for budget in profile.budgets]
+
+
+def run_probe_study(profile_name: str, out: str, root: str | None = None,
+                    launch_options: LaunchOptions | None = None) -> str:
+    r"""Trains (or reuses) one model per budget, as :obj:`launch_options`
+    says (:func:`~.training.train_all`; default: one after another here),
+    probes them, writes the figures, :obj:`probe.json` and
+    :obj:`report.md`; returns the report path."""
     profile = PROFILES[profile_name]
     folder = osp.join(out, "figure3")
+    runs = training_runs(profile, out, root)
+    train_all(runs, launch_options)
     ranks = []
     probed = None
-    for budget in profile.budgets:
-        path = osp.join(folder, "ckpt", f"mz-full_L{budget}.pt")
-        train_checkpoint("mz-full", TASK, path, profile.training,
-                         overrides={**profile.model_overrides, "num_matrix_generators": budget},
-                         task_overrides={"L": profile.tdof}, root=root)
-        result = probe_checkpoint(path, rank_contexts=profile.rank_contexts, root=root)
+    for budget, run in zip(profile.budgets, runs, strict=True):
+        result = probe_checkpoint(run.path, rank_contexts=profile.rank_contexts, root=root)
         ranks.append((budget, result["soft_effective_rank"]))
         if budget == profile.probed:
             probed = result

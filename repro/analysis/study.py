@@ -17,8 +17,9 @@ from typing import Any
 
 import torch
 
-from ..cells import write_json_atomic
+from ..cells import RunOptions, write_json_atomic
 from ..envinfo import environment_record
+from ..launch import CellName, LaunchOptions
 from ..spec import QUICK, SMOKE, Profile, full
 from .calibration import (
     StdMap,
@@ -27,8 +28,9 @@ from .calibration import (
     reliability_curve,
     uncertainty_scores,
 )
-from .checkpoint import load_checkpoint, train_checkpoint
+from .checkpoint import load_checkpoint
 from .predict import Predictions, predict, scalar_ihw
+from .training import TrainingRun, train_all
 
 TASK = "task_b"
 MZ, MC, ENSEMBLE = "MZAttn (IHW)", "MC-Dropout", "Deep Ensemble"
@@ -78,24 +80,19 @@ def study_dir(out: str) -> str:
     return osp.join(out, "uncertainty")
 
 
-def _checkpoint(out: str, name: str, seed: int, member: int) -> str:
-    return osp.join(study_dir(out), "ckpt", f"{name}_s{seed}_m{member}.pt")
-
-
-def _train(profile: StudyProfile, out: str, seed: int, root: str | None) -> dict[str, list]:
-    r"""Checkpoint paths per registry model (MZ: one; Standard: the members)."""
-    paths: dict[str, list] = {"mz-full": [], "standard": []}
+def training_runs(profile: StudyProfile, out: str, seed: int,
+                  root: str | None = None) -> dict[str, list[TrainingRun]]:
+    r"""The trainings of one seed per registry model (MZ: one; Standard:
+    the Deep-Ensemble members, the first also the MC-Dropout base), with
+    checkpoints :obj:`{out}/uncertainty/ckpt/{name}_s{seed}_m{member}.pt`."""
     members = {"mz-full": 1, "standard": profile.num_members}
-    for name, count in members.items():
-        for member in range(count):
-            path = _checkpoint(out, name, seed, member)
-            info = train_checkpoint(name, TASK, path, profile.training, data_seed=seed,
-                                    init_seed=seed + 1000 * member,
-                                    overrides=profile.model_overrides, root=root)
-            print(f"[mzattn-repro] uncertainty seed {seed}: {name} member {member} "
-                  f"trained ({info.training})", flush=True)
-            paths[name].append(path)
-    return paths
+    return {name: [TrainingRun(CellName("uncertainty", f"{name}_s{seed}_m{member}"), out, name,
+                               TASK, profile.training, data_seed=seed,
+                               init_seed=seed + 1000 * member,
+                               overrides=profile.model_overrides,
+                               options=RunOptions(accelerator="cpu", data_root=root))
+                   for member in range(count)]
+            for name, count in members.items()}
 
 
 def _predict_split(paths: dict[str, list], profile: StudyProfile, split: int,
@@ -158,18 +155,27 @@ def analyse(val: dict[str, Predictions], test: dict[str, Predictions],
             "num_test": int(mz.target.size(0))}
 
 
-def run_seed(profile_name: str, seed: int, out: str, root: str | None = None) -> dict[str, Any]:
-    r"""Trains (or reuses) the models of one seed, analyses them and writes
-    :obj:`{out}/uncertainty/seed{seed}.json`; a finished record of the same
-    profile is returned as is."""
+def finished_seed(profile_name: str, seed: int, out: str) -> dict[str, Any] | None:
+    r"""The record :obj:`{out}/uncertainty/seed{seed}.json` of
+    :obj:`profile_name`, or :obj:`None` if there is none."""
     path = osp.join(study_dir(out), f"seed{seed}.json")
-    if osp.exists(path):
-        with open(path) as f:
-            record = json.load(f)
-        if record.get("profile") == profile_name:
-            return record
+    if not osp.exists(path):
+        return None
+    with open(path) as f:
+        record = json.load(f)
+    return record if record.get("profile") == profile_name else None
+
+
+def run_seed(profile_name: str, seed: int, out: str, root: str | None = None) -> dict[str, Any]:
+    r"""Analyses the trained models of one seed (:func:`run_study` trains
+    them) and writes :obj:`{out}/uncertainty/seed{seed}.json`; a finished
+    record of the same profile is returned as is."""
+    record = finished_seed(profile_name, seed, out)
+    if record is not None:
+        return record
     profile = PROFILES[profile_name]
-    paths = _train(profile, out, seed, root)
+    paths = {name: [run.path for run in group]
+             for name, group in training_runs(profile, out, seed, root).items()}
     val = _predict_split(paths, profile, 1, root)
     test = _predict_split(paths, profile, 2, root)
     trained = [load_checkpoint(p)[1].training for ps in paths.values() for p in ps]
@@ -178,14 +184,22 @@ def run_seed(profile_name: str, seed: int, out: str, root: str | None = None) ->
               "training_wall_time_s": sum(t.get("wall_time_s", 0.0) for t in trained),
               "epochs": [t.get("epochs") for t in trained],
               **analyse(val, test, profile), **environment_record()}
-    write_json_atomic(record, path)
+    write_json_atomic(record, osp.join(study_dir(out), f"seed{seed}.json"))
     return record
 
 
 def run_study(profile_name: str, out: str, seeds: list[int] | None = None,
-              root: str | None = None) -> list[dict[str, Any]]:
-    r"""Runs :func:`run_seed` for every seed (the profile's by default)."""
+              root: str | None = None,
+              launch_options: LaunchOptions | None = None) -> list[dict[str, Any]]:
+    r"""Trains the models of every unfinished seed (the profile's by
+    default) together, as :obj:`launch_options` says
+    (:func:`~.training.train_all`; default: one after another here), then
+    runs :func:`run_seed` for every seed."""
     if profile_name not in PROFILES:
         raise ValueError(f"'profile' must be one of {sorted(PROFILES)} (got {profile_name!r})")
-    seeds = list(PROFILES[profile_name].training.seeds) if seeds is None else seeds
+    profile = PROFILES[profile_name]
+    seeds = list(profile.training.seeds) if seeds is None else seeds
+    train_all([run for seed in seeds if finished_seed(profile_name, seed, out) is None
+               for group in training_runs(profile, out, seed, root).values() for run in group],
+              launch_options)
     return [run_seed(profile_name, seed, out, root) for seed in seeds]

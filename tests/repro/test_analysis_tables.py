@@ -68,6 +68,23 @@ def test_probing_and_tdof_figures_at_smoke(tmp_path, data_root):
     assert cli(["unknown"]) == 2
 
 
+def test_figure3_trainings_on_two_workers_equal_those_in_process(tmp_path, data_root, capsys):
+    one, two = str(tmp_path / "one"), str(tmp_path / "two")
+    common = ["figure3", "--profile", "smoke", "--data-root", data_root, "--threads", "1"]
+    assert cli([*common, "--out", one, "--jobs", "1"]) == 0
+    assert cli([*common, "--out", two, "--jobs", "2"]) == 0
+    lines = capsys.readouterr().out
+    assert "cells: 2 done, 0 running, 0 failed, 0 queued (of 2)" in lines
+    assert "figure3 mz-full_L4: trained" in lines
+    for budget in (2, 4):
+        name = os.path.join("figure3", "ckpt", f"mz-full_L{budget}.pt")
+        first, second = load_checkpoint(os.path.join(one, name))[0].state_dict(), \
+            load_checkpoint(os.path.join(two, name))[0].state_dict()
+        assert all(torch.equal(first[key], second[key]) for key in first)
+    assert cli([*common, "--out", two, "--jobs", "2"]) == 0  # trained before: no worker
+    assert "2 of 2 cells finished before: skipped" in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_table_script_runs_as_a_plain_script(tmp_path):
     result = subprocess.run([sys.executable, os.path.join(REPO, "repro", "figure2_tdof.py"),

@@ -24,6 +24,7 @@ from mzattn.repro.launch import (
     outcome,
     record_failure,
     run_in_processes,
+    visible_devices,
 )
 from mzattn.repro.runner import grid
 from mzattn.repro.tables import load_spec
@@ -57,14 +58,36 @@ class _Fails(CellRun):
         return "failed"
 
 
+@dataclass(frozen=True)
+class _Pid(CellRun):
+    r"""A cell that writes the pid of the process that ran it to
+    :obj:`{out}/{cell_id}.pid`."""
+
+    def __call__(self) -> str:
+        with open(os.path.join(self.out, f"{self.cell.cell_id}.pid"), "w") as f:
+            f.write(str(os.getpid()))
+        return "ok"
+
+
+def _pid(out, cell):
+    with open(os.path.join(out, f"{cell.cell_id}.pid")) as f:
+        return int(f.read())
+
+
 @pytest.mark.parametrize("jobs,per_gpu,gpus,expected", [
     (3, 1, 0, [None, None, None]),
-    (4, 2, 2, [0, 0, 1, 1]),
-    (5, 2, 2, [0, 0, 1, 1, 0]),
-    (2, 1, 4, [0, 1]),
+    (4, 2, 2, ["0", "0", "1", "1"]),
+    (5, 2, 2, ["0", "0", "1", "1", "0"]),
+    (2, 1, 4, ["0", "1"]),
 ])
-def test_gpu_slots(jobs, per_gpu, gpus, expected):
-    assert gpu_slots(jobs, per_gpu, gpus) == expected
+def test_gpu_slots(monkeypatch, jobs, per_gpu, gpus, expected):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert gpu_slots(jobs, per_gpu, visible_devices(gpus)) == expected
+
+
+def test_gpu_slots_keep_the_devices_a_scheduler_gave(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2, GPU-5f1e")
+    assert gpu_slots(3, 1, visible_devices(2)) == ["2", "GPU-5f1e", "2"]
 
 
 def test_default_threads_split_the_cpus():
@@ -129,8 +152,7 @@ def test_a_killed_worker_fails_its_cell_only(tmp_path, options, capsys):
     killed, failed = _cells()
     out, done = str(tmp_path), {}
     runs = [_Dies(killed, "smoke", out, options), _Fails(failed, "smoke", out, options)]
-    run_in_processes(runs, [None, None], lambda cell, status: done.update({cell_key(cell): status}),
-                     poll_s=0.1)
+    run_in_processes(runs, [None, None], lambda cell, status: done.update({cell_key(cell): status}))
     assert done == {cell_key(killed): "failed", cell_key(failed): "failed"}
     assert "killed by SIGKILL" in read_record(cell_path(out, killed))["error"]
     assert read_record(cell_path(out, failed)) is None  # a cell writes its own record
@@ -143,8 +165,28 @@ def test_sigterm_is_passed_on_to_the_workers(tmp_path, options):
     threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
     start = time.monotonic()
     with pytest.raises(Interrupted):
-        run_in_processes(runs, [None, None], lambda cell, status: None, poll_s=0.1)
+        run_in_processes(runs, [None, None], lambda cell, status: None)
     assert time.monotonic() - start < 300  # the workers ended long before their 600 s
+
+
+def test_a_pool_worker_runs_many_cells(tmp_path, options):
+    cells = _cells(("MZAttn (centers-only Q/K)", "MZ-GenQK (gen info in Q/K)"))
+    out, done = str(tmp_path), {}
+    runs = [_Pid(cell, "smoke", out, options) for cell in cells]
+    run_in_processes(runs, [None], lambda cell, status: done.update({cell_key(cell): status}))
+    assert done == {cell_key(cell): "ok" for cell in cells} and len(cells) >= 3
+    pids = {_pid(out, cell) for cell in cells}
+    assert len(pids) == 1 and os.getpid() not in pids  # one worker, not this process
+
+
+def test_a_killed_worker_is_replaced_and_the_rest_finish(tmp_path, options, capsys):
+    killed, *rest = _cells(("MZAttn (centers-only Q/K)", "MZ-GenQK (gen info in Q/K)"))
+    out, done = str(tmp_path), {}
+    runs = [_Dies(killed, "smoke", out, options)] + [_Pid(c, "smoke", out, options) for c in rest]
+    run_in_processes(runs, [None], lambda cell, status: done.update({cell_key(cell): status}))
+    assert done == {cell_key(killed): "failed"} | {cell_key(cell): "ok" for cell in rest}
+    assert "killed by SIGKILL" in read_record(cell_path(out, killed))["error"]
+    assert len({_pid(out, cell) for cell in rest}) == 1  # the fresh worker ran them all
 
 
 def test_two_jobs_give_the_cells_of_one(tmp_path, options):
