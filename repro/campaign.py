@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from .cells import Cell, RecordError, RunOptions, cell_path, lock_path, log_path, read_record
 from .faults import RunStopped
-from .launch import LaunchOptions, add_launch_arguments, launch, launch_options_from_args
+from .launch import launch
+from .options import LaunchOptions, add_launch_arguments, launch_options_from_args
 from .runner import grid
 from .tables import load_spec
 

@@ -21,6 +21,7 @@ import sys
 from mzattn.extras import missing_extra_hint
 from mzattn.names import did_you_mean
 
+from .options import table_parser
 from .quiet import quiet_libraries
 from .tables import TABLE_MODULES, list_tables, load_spec, table_title
 
@@ -128,6 +129,11 @@ def _help() -> str:
     return "\n".join(lines)
 
 
+def _table_help(prog: str, title: str) -> int:
+    table_parser(prog, title).print_help()
+    return 0
+
+
 def _unknown(command: str) -> int:
     hint = did_you_mean(command, [*COMMANDS, *TABLE_MODULES])
     print(f"error: unknown command or table {command!r}{hint}\n{_usage()}\n"
@@ -166,6 +172,9 @@ def _dispatch(command: str, rest: list[str]) -> int:
     if command in _DELEGATED:
         return _delegate(command, rest)
     if command in TABLE_MODULES:
+        prog = f"mzattn-repro {command}"
+        if "-h" in rest or "--help" in rest:  # without importing the table (torch, Lightning)
+            return _table_help(prog, table_title(command))
         from .runner import main as run
-        return run(load_spec(command), rest, prog=f"mzattn-repro {command}")
+        return run(load_spec(command), rest, prog=prog)
     return _unknown(command)

@@ -7,7 +7,8 @@ import dataclasses
 import os.path as osp
 
 from .claims import compare, verdict
-from .runner import add_run_arguments, run_from_args
+from .options import add_run_arguments
+from .runner import run_from_args
 from .spec import Claim
 
 ROWS = ("Standard", "ST-Large", "MZAttn-Full")

@@ -21,13 +21,12 @@ from its :obj:`last.ckpt`, a failed cell recorded while the others go on.
 The dispatcher prints the progress (cells done / running / failed /
 queued) as it changes and rebuilds a table's report once its cells end.
 """
-import argparse
 import os
 import os.path as osp
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from .cells import (
@@ -44,11 +43,8 @@ from .cells import (
 )
 from .envinfo import environment_record
 from .faults import Interrupted, stop_on_signals
+from .options import LAUNCHERS, LaunchOptions
 from .pool import WorkerPool, pin
-
-LAUNCHERS = ("local", "slurm")
-r"""The values of :obj:`--launcher`."""
-
 
 TIMING_KEYS = ("wall_time_s", "finished_at", "epoch_time_s")
 r"""Record fields that differ between two runs of the same cell."""
@@ -61,62 +57,6 @@ def outcome(record: dict[str, Any]) -> dict[str, Any]:
     if "history" in kept:
         kept["history"] = [outcome(row) for row in kept["history"]]
     return kept
-
-
-@dataclass(frozen=True)
-class SlurmOptions:
-    r"""What a SLURM job array asks for, per cell (one array task).
-
-    Args:
-        partition (str, optional): Partition (:obj:`sbatch -p`); the
-            cluster's default if :obj:`None`. (default: :obj:`None`)
-        time_min (int, optional): Time limit of one cell, in minutes. A cell
-            that reaches it is checkpointed and requeued. (default: :obj:`240`)
-        gpus (int, optional): GPUs per cell. (default: :obj:`0`)
-        cpus (int, optional): CPUs per cell; also its torch threads.
-            (default: :obj:`2`)
-        mem_gb (float, optional): Memory per cell in GB; the partition's
-            default if :obj:`None`. (default: :obj:`None`)
-        account (str, optional): Account to charge. (default: :obj:`None`)
-        qos (str, optional): Quality of service. (default: :obj:`None`)
-        parallelism (int, optional): Cells of one array running at once
-            (:obj:`sbatch --array=...%N`). (default: :obj:`64`)
-        poll_s (float, optional): Seconds between two progress polls.
-            (default: :obj:`5.0`)
-    """
-    partition: str | None = None
-    time_min: int = 240
-    gpus: int = 0
-    cpus: int = 2
-    mem_gb: float | None = None
-    account: str | None = None
-    qos: str | None = None
-    parallelism: int = 64
-    poll_s: float = 5.0
-
-
-@dataclass(frozen=True)
-class LaunchOptions:
-    r"""Where and how many cells run at a time.
-
-    Args:
-        launcher (str, optional): :obj:`"local"` or :obj:`"slurm"`.
-            (default: :obj:`"local"`)
-        jobs (int, optional): Local cells at a time; :obj:`0` picks one per
-            GPU slot (GPUs × :obj:`cells_per_gpu`) on a GPU machine, else
-            :obj:`1`. (default: :obj:`0`)
-        cells_per_gpu (int, optional): Local cells sharing one GPU.
-            (default: :obj:`1`)
-        threads (int, optional): Torch threads per cell; the machine's CPUs
-            split between the jobs if :obj:`None`. (default: :obj:`None`)
-        slurm (SlurmOptions, optional): SLURM resources. (default:
-            :obj:`SlurmOptions()`)
-    """
-    launcher: str = "local"
-    jobs: int = 0
-    cells_per_gpu: int = 1
-    threads: int | None = None
-    slurm: SlurmOptions = field(default_factory=SlurmOptions)
 
 
 @dataclass(frozen=True)
@@ -416,44 +356,3 @@ def _write_report(table: str, out: str) -> None:
     from .report import write_report
     from .tables import load_spec
     say(f"report: {write_report(load_spec(table), out)}")
-
-
-def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
-    r"""Adds :obj:`--launcher`, :obj:`--jobs`, :obj:`--cells-per-gpu` and
-    the :obj:`--slurm-*` options to :obj:`parser`."""
-    group = parser.add_argument_group("dispatch (docs/clusters.md)")
-    group.add_argument("--launcher", choices=LAUNCHERS, default="local",
-                       help="local: this machine; slurm: a job array per table (submitit)")
-    group.add_argument("--jobs", type=int, default=0,
-                       help="local cells at a time, on a pool of worker processes (default: "
-                            "one per GPU slot, else 1 = in this process)")
-    group.add_argument("--cells-per-gpu", type=int, default=1,
-                       help="local cells sharing one GPU (default: 1)")
-    slurm = SlurmOptions()
-    for name, kind, text in (
-            ("partition", str, "partition"),
-            ("time", int, "time limit of one cell, minutes (requeued when reached)"),
-            ("gpus", int, "GPUs per cell"), ("cpus", int, "CPUs (threads) per cell"),
-            ("mem-gb", float, "memory per cell, GB"), ("account", str, "account to charge"),
-            ("qos", str, "quality of service"),
-            ("array-parallelism", int, "cells of one table running at once")):
-        attr = _SLURM_FIELDS.get(name, name.replace("-", "_"))
-        group.add_argument(f"--slurm-{name}", type=kind, default=getattr(slurm, attr),
-                           help=f"SLURM: {text} (default: {getattr(slurm, attr)})")
-
-
-_SLURM_FIELDS = {"time": "time_min", "array-parallelism": "parallelism"}
-
-
-def launch_options_from_args(args: argparse.Namespace) -> LaunchOptions:
-    r"""The :class:`LaunchOptions` of arguments parsed with
-    :func:`add_launch_arguments` (and :obj:`--threads`)."""
-    if args.jobs < 0 or args.cells_per_gpu < 1:
-        raise ValueError("'--jobs' must be >= 0 and '--cells-per-gpu' >= 1")
-    slurm = SlurmOptions(partition=args.slurm_partition, time_min=args.slurm_time,
-                         gpus=args.slurm_gpus, cpus=args.slurm_cpus, mem_gb=args.slurm_mem_gb,
-                         account=args.slurm_account, qos=args.slurm_qos,
-                         parallelism=args.slurm_array_parallelism)
-    return LaunchOptions(launcher=args.launcher, jobs=args.jobs,
-                         cells_per_gpu=args.cells_per_gpu,
-                         threads=getattr(args, "threads", None), slurm=slurm)

@@ -1,5 +1,6 @@
-r"""Runs a table (its grid of cells) and writes its report; the command-line
-options shared by every table script and :obj:`mzattn-repro TABLE`."""
+r"""Runs a table (its grid of cells) and writes its report; the entry point
+of every table script and of :obj:`mzattn-repro TABLE` (its options are in
+:mod:`.options`)."""
 import argparse
 import contextlib
 import sys
@@ -10,12 +11,11 @@ from lightning.pytorch.utilities import rank_zero_only
 
 from .cells import Cell, RunOptions, run_cell
 from .faults import RunStopped
-from .launch import add_launch_arguments, in_process, launch, launch_options_from_args
+from .launch import in_process, launch
+from .options import DEVICES, launch_options_from_args, table_parser
 from .quiet import quiet_libraries
 from .report import write_report
-from .spec import PROFILES, TableSpec
-
-DEVICES = {"cpu": "cpu", "cuda": "gpu", "gpu": "gpu", "auto": "auto"}
+from .spec import TableSpec
 
 
 def grid(spec: TableSpec, profile: str, models: list[str] | None = None,
@@ -61,59 +61,6 @@ def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None 
     return records
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    r"""Adds the options of a table run to :obj:`parser`."""
-    parser.add_argument("--profile", choices=PROFILES, default="quick",
-                        help="smoke (seconds), quick (2-core CPU), full (paper protocol)")
-    parser.add_argument("--models", type=_names, default=None,
-                        help="comma-separated row labels or registry names "
-                             "(default: the profile's, else all)")
-    parser.add_argument("--columns", type=_names, default=None,
-                        help="comma-separated column labels (default: the profile's, else all)")
-    parser.add_argument("--seeds", type=_seeds, default=None,
-                        help="comma-separated seeds (default: the profile's)")
-    parser.add_argument("--out", default="results", help="results folder (default: results)")
-    parser.add_argument("--device", type=_device, choices=sorted(DEVICES), default="auto",
-                        help="cpu, cuda (or gpu), or auto: a GPU when one is visible")
-    parser.add_argument("--devices", default="1", help="devices per node, passed to Lightning")
-    parser.add_argument("--num-nodes", type=int, default=1)
-    parser.add_argument("--strategy", default="auto", help="Lightning strategy, e.g. ddp")
-    parser.add_argument("--precision", default="32-true",
-                        help="Lightning precision, e.g. bf16-mixed")
-    parser.add_argument("--deterministic", action="store_true",
-                        help="use deterministic algorithms only")
-    parser.add_argument("--num-workers", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    parser.add_argument("--data-root", default=None, help="dataset cache root")
-    parser.add_argument("--keep-checkpoints", action="store_true")
-    bar = parser.add_mutually_exclusive_group()
-    bar.add_argument("--progress", dest="progress", action="store_true", default=None)
-    bar.add_argument("--no-progress", dest="progress", action="store_false")
-    add_launch_arguments(parser)
-
-
-def _device(name: str) -> str:
-    # fail before any work when the device cannot be honoured
-    if DEVICES.get(name) == "gpu" and not torch.cuda.is_available():
-        build = f"built with CUDA {torch.version.cuda}" if torch.version.cuda else \
-            "built without CUDA"
-        raise argparse.ArgumentTypeError(
-            f"'{name}': torch {torch.__version__} ({build}) sees no CUDA device; use "
-            "'--device cpu', or '--device auto' to take a GPU when one is visible")
-    return name
-
-
-def _names(text: str) -> list[str]:
-    return [name.strip() for name in text.split(",") if name.strip()]
-
-
-def _seeds(text: str) -> list[int]:
-    try:
-        return [int(seed) for seed in _names(text)]
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"'--seeds' must be integers (got {text!r})") from error
-
-
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     r"""The :class:`RunOptions` of parsed arguments."""
     devices = int(args.devices) if args.devices.isdigit() else args.devices
@@ -125,7 +72,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
 
 
 def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
-    r"""Runs :obj:`spec` as parsed by :func:`add_run_arguments`; the exit
+    r"""Runs :obj:`spec` as parsed by
+    :func:`~mzattn.repro.options.add_run_arguments`; the exit
     status is 1 when a cell failed or the disk is full, 143 / 130 after
     SIGTERM / SIGINT (:mod:`~mzattn.repro.faults`)."""
     if args.threads is not None:
@@ -157,8 +105,7 @@ def main(spec: TableSpec, argv: list[str] | None = None, prog: str | None = None
     r"""Entry point of a table script: :obj:`python repro/<script>.py
     [--profile quick] ...`, or of :obj:`mzattn-repro TABLE` with
     :obj:`prog` set to that."""
-    parser = argparse.ArgumentParser(prog=prog or spec.key, description=spec.title)
-    add_run_arguments(parser)
+    parser = table_parser(prog or spec.key, spec.title)
     try:
         return run_from_args(spec, parser.parse_args(argv))
     except ValueError as error:

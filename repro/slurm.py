@@ -17,7 +17,8 @@ from typing import Any
 import submitit
 
 from .cells import table_dir
-from .launch import Progress, Run, SlurmOptions, say
+from .launch import Progress, Run, say
+from .options import SlurmOptions
 
 REASONS = {
     "TIMEOUT": "SLURM stopped it at its time limit ({time} min, --slurm-time) and it could "

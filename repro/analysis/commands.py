@@ -24,7 +24,7 @@ import torch
 
 from ..cells import write_json_atomic
 from ..faults import RunStopped
-from ..launch import add_launch_arguments, launch_options_from_args
+from ..options import add_launch_arguments, launch_options_from_args
 from ..spec import PROFILES
 from .training import TrainingsFailed
 

@@ -8,8 +8,8 @@ import warnings
 import pytest
 from mzattn.baselines import build_model
 from mzattn.repro.cli import COMMANDS, main
+from mzattn.repro.options import _names
 from mzattn.repro.quiet import LIBRARY_WARNINGS, LIGHTNING_BANNERS, quiet_libraries
-from mzattn.repro.runner import _names
 from mzattn.repro.tables import list_tables, load_spec, table_title
 
 from mzattn.names import did_you_mean
@@ -96,6 +96,17 @@ def test_list_prints_no_library_warning_and_imports_no_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stderr == "" and "table3" in done.stdout
+
+
+def test_table_help_imports_no_torch_and_gives_the_options_of_a_run():
+    code = ("import sys; from mzattn.repro.cli import main; status = main(['table3', '--help']); "
+            "assert 'torch' not in sys.modules and 'lightning' not in sys.modules; "
+            "sys.exit(status)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert table_title("table3") in done.stdout
+    for option in ("--profile", "--columns", "--jobs", "--launcher", "--slurm-partition"):
+        assert option in done.stdout
 
 
 def _region(path: str, begin: str, end: str) -> str:

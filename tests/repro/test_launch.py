@@ -11,20 +11,22 @@ from mzattn.repro.cells import cell_path, read_record, write_json_atomic
 from mzattn.repro.faults import Interrupted
 from mzattn.repro.launch import (
     CellRun,
-    LaunchOptions,
     Progress,
-    SlurmOptions,
-    add_launch_arguments,
     cell_key,
     default_threads,
     gpu_slots,
     in_process,
     launch,
-    launch_options_from_args,
     outcome,
     record_failure,
     run_in_processes,
     visible_devices,
+)
+from mzattn.repro.options import (
+    LaunchOptions,
+    SlurmOptions,
+    add_launch_arguments,
+    launch_options_from_args,
 )
 from mzattn.repro.runner import grid
 from mzattn.repro.tables import load_spec
