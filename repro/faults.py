@@ -9,15 +9,14 @@ runner turns it into a message and an exit status.
 """
 import contextlib
 import errno
-import os
 import os.path as osp
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import IO
 
 from mzattn.datasets._io import atomic_write as _atomic_write
+from mzattn.datasets._io import set_aside  # noqa: F401 (the harness imports it from here)
 
 EXIT_NO_SPACE = 1
 r"""Exit status of a run stopped by a full disk."""
@@ -106,16 +105,6 @@ def atomic_write(path: str, write: Callable[[IO], None], binary: bool = False) -
 def atomic_write_text(text: str, path: str) -> None:
     r"""Writes :obj:`text` to :obj:`path` atomically (:func:`atomic_write`)."""
     atomic_write(path, lambda f: f.write(text))
-
-
-def set_aside(path: str, reason: str) -> str:
-    r"""Renames :obj:`path` to :obj:`{path}.{reason}-{UTC time}` in the same
-    folder (kept for inspection, out of every glob of the harness) and
-    returns the new path."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    aside = f"{path}.{reason}-{stamp}"
-    os.replace(path, aside)
-    return aside
 
 
 @contextlib.contextmanager
