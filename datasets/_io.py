@@ -137,6 +137,19 @@ def safe_torch_load(path: str) -> Any:
                          f"({type(error).__name__}: {first.splitlines()[0]})") from error
 
 
+def load_or_set_aside(path: str) -> Any | None:
+    r"""Reads the cache file :obj:`path` with :func:`safe_torch_load`; one
+    that does not load (truncated, not a cache, unsafe) is renamed
+    :obj:`{path}.corrupt-{UTC time}` (:func:`set_aside`), named in a
+    warning, and :obj:`None` returned: the caller rebuilds it."""
+    try:
+        return safe_torch_load(path)
+    except ValueError as error:
+        aside = set_aside(path, "corrupt")
+        log.warning("%s; moved to %s, rebuilding the cache", error, aside)
+    return None
+
+
 class SafeInMemoryDataset(InMemoryDataset):
     r"""An :class:`~torch_geometric.data.InMemoryDataset` whose cache files
     never execute code: :meth:`load` reads with :func:`safe_torch_load`, and
@@ -162,14 +175,12 @@ class SafeInMemoryDataset(InMemoryDataset):
 
     def load_cache(self, path: str) -> Any:
         r"""Reads the processed file :obj:`path` with :func:`safe_torch_load`.
-        One that does not load is set aside and the cache rebuilt by
-        :meth:`process`, once: a rebuilt file that still does not load
-        raises the :class:`ValueError` naming it."""
-        try:
-            return safe_torch_load(path)
-        except ValueError as error:
-            aside = set_aside(path, "corrupt")
-            log.warning("%s; moved to %s, rebuilding the cache", error, aside)
+        One that does not load is set aside (:func:`load_or_set_aside`) and
+        the cache rebuilt by :meth:`process`, once: a rebuilt file that
+        still does not load raises the :class:`ValueError` naming it."""
+        cached = load_or_set_aside(path)
+        if cached is not None:
+            return cached
         self.force_reload = True
         self._process()
         return safe_torch_load(path)
