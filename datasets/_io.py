@@ -6,6 +6,7 @@ import json
 import logging
 import math
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -43,6 +44,16 @@ def atomic_write(path: str, write: Callable[[Any], None], mode: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def set_aside(path: str, reason: str) -> str:
+    r"""Renames :obj:`path` to :obj:`{path}.{reason}-{UTC time}` in the same
+    folder (kept for inspection, out of every file listing that reads the
+    original name) and returns the new path."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = f"{path}.{reason}-{stamp}"
+    os.replace(path, aside)
+    return aside
 
 
 def atomic_torch_save(obj: Any, path: str) -> None:
@@ -120,9 +131,23 @@ def safe_torch_load(path: str) -> Any:
     except FileNotFoundError:
         raise
     except Exception as error:
-        first = str(error).splitlines()[0] if str(error) else ""
+        # torch's own message goes on about "your checkpoint file": keep its first sentence
+        first = re.split(r"(?<=\.)\s", str(error).strip(), maxsplit=1)[0] if str(error) else ""
         raise ValueError(f"{path}: unreadable or unsafe cache file "
-                         f"({type(error).__name__}: {first})") from error
+                         f"({type(error).__name__}: {first.splitlines()[0]})") from error
+
+
+def load_or_set_aside(path: str) -> Any | None:
+    r"""Reads the cache file :obj:`path` with :func:`safe_torch_load`; one
+    that does not load (truncated, not a cache, unsafe) is renamed
+    :obj:`{path}.corrupt-{UTC time}` (:func:`set_aside`), named in a
+    warning, and :obj:`None` returned: the caller rebuilds it."""
+    try:
+        return safe_torch_load(path)
+    except ValueError as error:
+        aside = set_aside(path, "corrupt")
+        log.warning("%s; moved to %s, rebuilding the cache", error, aside)
+    return None
 
 
 class SafeInMemoryDataset(InMemoryDataset):
@@ -131,7 +156,11 @@ class SafeInMemoryDataset(InMemoryDataset):
     PyG's :obj:`processed/pre_transform.pt` and :obj:`pre_filter.pt` (which
     PyG reads with :obj:`weights_only=False`) are checked first; one that
     does not load safely is removed, with a warning naming it. Caches are
-    meant to be shared, so their files may come from someone else."""
+    meant to be shared, so their files may come from someone else.
+
+    A processed file that does not load (truncated by a full disk, not a
+    cache, or unsafe) is set aside as :obj:`{file}.corrupt-{UTC time}`, named
+    in a warning, and the cache is rebuilt (:meth:`load_cache`)."""
 
     def _process(self) -> None:
         for name in ("pre_transform.pt", "pre_filter.pt"):
@@ -144,27 +173,99 @@ class SafeInMemoryDataset(InMemoryDataset):
                     os.remove(path)
         super()._process()
 
+    def load_cache(self, path: str) -> Any:
+        r"""Reads the processed file :obj:`path` with :func:`safe_torch_load`.
+        One that does not load is set aside (:func:`load_or_set_aside`) and
+        the cache rebuilt by :meth:`process`, once: a rebuilt file that
+        still does not load raises the :class:`ValueError` naming it."""
+        cached = load_or_set_aside(path)
+        if cached is not None:
+            return cached
+        self.force_reload = True
+        self._process()
+        return safe_torch_load(path)
+
     def load(self, path: str, data_cls: type = Data) -> None:
-        try:
-            data, self.slices, *rest = safe_torch_load(path)
-        except ValueError as error:
-            raise ValueError(f"{error}; delete it to rebuild the cache") from error
+        data, self.slices, *rest = self.load_cache(path)
         data_cls = rest[0] if rest else data_cls
         self.data = data_cls.from_dict(data) if isinstance(data, dict) else data
+
+
+def raw_state(raw_dir: str, paths: Sequence[str]) -> dict[str, list[int]]:
+    r"""Size and modification time (ns) of every raw file, by path relative
+    to :obj:`raw_dir`: each of :obj:`paths`, and every file under those of
+    them that are folders (sorted)."""
+    files = []
+    for path in sorted(paths):
+        if os.path.isdir(path):
+            for folder, subfolders, names in os.walk(path):
+                subfolders.sort()
+                files += [os.path.join(folder, name) for name in sorted(names)]
+        elif os.path.exists(path):
+            files.append(path)
+    state = {}
+    for file in files:
+        stat = os.stat(file)
+        state[os.path.relpath(file, raw_dir)] = [stat.st_size, stat.st_mtime_ns]
+    return state
+
+
+def raw_changes(recorded: dict[str, list[int]] | None, current: dict[str, list[int]]) -> str:
+    r"""How :obj:`current` (:func:`raw_state`) differs from :obj:`recorded`,
+    in words naming the first changed file; empty when they agree."""
+    if recorded is None:
+        return "it records no state of its raw files (built by an older version)"
+    changed = sorted(name for name in recorded.keys() | current.keys()
+                     if recorded.get(name) != current.get(name))
+    if not changed:
+        return ""
+    first = changed[0]
+    what = ("is new" if first not in recorded else "was removed" if first not in current
+            else "changed (size or modification time)")
+    more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+    return f"raw file {first} {what}{more} since it was built"
 
 
 class SummarizedDataset(CleanDownload, SafeInMemoryDataset):
     r"""An :class:`~torch_geometric.data.InMemoryDataset` whose processed
     folder holds two files, ``processed_file_names = [data, summary]``: the
     collated data and a JSON summary of how it was built (counts, failures,
-    processing time). Subclasses call :meth:`save_processed` at the end of
-    :meth:`process` and :meth:`load` on the first processed path."""
+    processing time, and the size and modification time of every raw file).
+    Subclasses call :meth:`save_processed` at the end of :meth:`process` and
+    :meth:`load` on the first processed path.
+
+    A cache whose raw files changed since it was built (a file fixed, added
+    or removed) is rebuilt, with a warning naming the first changed file,
+    as if :obj:`force_reload` were set."""
+
+    @property
+    def raw_inputs(self) -> list[str]:
+        r"""The raw files and folders the processed data is built from
+        (:func:`raw_state`). (default: :obj:`raw_paths`)"""
+        return self.raw_paths
+
+    def _process(self) -> None:
+        # the state before processing: a file changed while it ran is seen next time
+        self._raw_state = raw_state(self.raw_dir, self.raw_inputs)
+        if not self.force_reload and all(os.path.exists(p) for p in self.processed_paths):
+            try:
+                with open(self.processed_paths[1]) as f:
+                    recorded = json.load(f).get("raw_files")
+            except (OSError, ValueError, AttributeError):
+                recorded = None
+            change = raw_changes(recorded, self._raw_state)
+            if change:
+                log.warning("%s: %s: %s; rebuilding it", type(self).__name__,
+                            self.processed_paths[0], change)
+                self.force_reload = True
+        super()._process()
 
     def save_processed(self, data_list: list[Data], info: dict, start: float) -> None:
         r"""Applies :obj:`pre_filter` and :obj:`pre_transform`, then writes the
-        collated :obj:`data_list` and the summary :obj:`info` atomically.
-        :obj:`start` is the :func:`time.perf_counter` value when processing
-        began."""
+        collated :obj:`data_list` and the summary :obj:`info` atomically (with
+        the raw files' state before processing, :func:`raw_state`, as
+        :obj:`"raw_files"`). :obj:`start` is the
+        :func:`time.perf_counter` value when processing began."""
         if self.pre_filter is not None:
             data_list = [d for d in data_list if self.pre_filter(d)]
         if self.pre_transform is not None:
@@ -179,13 +280,15 @@ class SummarizedDataset(CleanDownload, SafeInMemoryDataset):
             "dataset": type(self).__name__,
             "num_items": len(data_list),
             "processing_seconds": round(time.perf_counter() - start, 2),
+            "raw_files": self._raw_state,
         }
         atomic_write_json(info, self.processed_paths[1])
         log.info("%s processed: %s", type(self).__name__, json.dumps(info, sort_keys=True)[:2000])
 
     def summary(self) -> dict:
-        r"""The processing summary (counts, failures, processing time and
-        the source files), as written by :meth:`process`."""
+        r"""The processing summary (counts, failures, processing time, the
+        source files and the state of the raw files), as written by
+        :meth:`process`."""
         with open(self.processed_paths[1]) as f:
             return json.load(f)
 
@@ -267,24 +370,47 @@ class RandomYRotateJitter(BaseTransform):
 def read_h5_clouds(paths: Sequence[str], num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Reads the ``data`` :math:`(N, P, 3)` and ``label`` :math:`(N)` or
     :math:`(N, 1)` arrays of the point-cloud HDF5 releases (PointNet's
-    ``modelnet40_ply_hdf5_2048``, ScanObjectNN's ``h5_files``), checks that
-    labels lie in ``[0, num_classes)`` and concatenates them over
-    :obj:`paths`."""
+    ``modelnet40_ply_hdf5_2048``, ScanObjectNN's ``h5_files``) and
+    concatenates them over :obj:`paths`.
+
+    Every problem raises a :class:`ValueError` that names the file: not an
+    HDF5 file (or a truncated one), missing keys, wrong shapes, labels
+    outside ``[0, num_classes)``, a point count :math:`P` that differs from
+    the first file's, and clouds with a NaN or infinite coordinate (listed
+    by their row in ``data``; such a cloud is refused, never dropped)."""
     h5py = require('h5py', 'data')
 
     points, labels = [], []
     for path in paths:
-        with h5py.File(path, "r") as f:
-            missing = sorted({"data", "label"} - set(f.keys()))
-            if missing:
-                raise ValueError(f"{path}: HDF5 keys {missing} missing (found {sorted(f.keys())})")
-            data, label = np.asarray(f["data"]), np.asarray(f["label"]).reshape(-1)
+        try:
+            with h5py.File(path, "r") as f:
+                missing = sorted({"data", "label"} - set(f.keys()))
+                if missing:
+                    raise ValueError(f"{path}: HDF5 keys {missing} missing "
+                                     f"(found {sorted(f.keys())})")
+                data, label = np.asarray(f["data"]), np.asarray(f["label"]).reshape(-1)
+        except FileNotFoundError:
+            raise
+        except OSError as error:
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ValueError(f"{path}: not a readable HDF5 file, truncated or of another "
+                             f"format ({reason})") from error
         if data.ndim != 3 or data.shape[-1] < 3 or data.shape[0] != label.shape[0]:
             raise ValueError(f"{path}: expected data [N, P, 3] and label [N], "
                              f"got {data.shape} and {label.shape}")
+        if points and data.shape[1] != points[0].shape[1]:
+            raise ValueError(f"{path}: clouds of {data.shape[1]} points, but {paths[0]} has "
+                             f"{points[0].shape[1]}; every file of a split must have the same "
+                             "point count")
         bad = sorted(set(label.tolist()) - set(range(num_classes)))
         if bad:
             raise ValueError(f"{path}: labels {bad} outside [0, {num_classes})")
+        broken = np.flatnonzero(~np.isfinite(data[..., :3]).all(axis=(1, 2)))
+        if broken.size:
+            rows = ", ".join(map(str, broken[:10])) + (", ..." if broken.size > 10 else "")
+            raise ValueError(f"{path}: {broken.size} of {len(data)} clouds have NaN or infinite "
+                             f"coordinates (rows {rows} of 'data'); a damaged download? "
+                             "Replace the file")
         points.append(data[..., :3])
         labels.append(label)
     return np.concatenate(points), np.concatenate(labels).astype(np.int64)

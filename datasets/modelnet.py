@@ -121,6 +121,12 @@ class ModelNet40(SummarizedDataset):
         return [f"{HDF5_FOLDER}/ply_data_{self.split}{i}.h5" for i in range(n)]
 
     @property
+    def raw_inputs(self) -> list[str]:
+        if self.source == "off":  # a split's cache depends on its own meshes only
+            return [os.path.join(self.raw_dir, name, self.split) for name in MODELNET40_CLASSES]
+        return self.raw_paths
+
+    @property
     def processed_file_names(self) -> list[str]:
         stem = f"modelnet40_{self.source}_{self.split}_n{self.num_points}_s{self.seed}"
         stem += f"_v{self.VERSION}"

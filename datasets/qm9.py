@@ -205,33 +205,75 @@ class RawMolecule(NamedTuple):
     targets: list[float]  # in QM9_TARGETS order
 
 
+QM9_NAME = re.compile(r"gdb_([0-9]+)")
+r"""The name of a molecule in ``gdb9.sdf`` and ``mol_id`` in
+``gdb9.sdf.csv``: :obj:`gdb_{QM9 index}`."""
+
+
+def _csv_rows(path: str, required: Sequence[str], hint: str = "") -> Iterator[tuple[int, dict]]:
+    r"""Yields ``(line, row)`` for every row of the CSV file :obj:`path`
+    (``line`` is the file's line number of the row). A header without the
+    :obj:`required` columns, or a row with more or fewer fields than the
+    header, raises a :class:`ValueError` that names the file (and the line)."""
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        header = reader.fieldnames or []
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise ValueError(f"{path}: columns {missing} missing{hint}")
+        for row in reader:
+            extra, values = row.pop(None, []), [v for v in row.values() if v is not None]
+            if extra or len(values) != len(header):
+                raise ValueError(f"{path}, line {reader.line_num}: "
+                                 f"{len(values) + len(extra)} fields, the header has "
+                                 f"{len(header)}")
+            yield reader.line_num, row
+
+
+def _field(path: str, line: int, row: dict, column: str, parse: Callable = float):
+    r""":obj:`parse(row[column])`; a value it rejects raises a
+    :class:`ValueError` naming the file, the line and the column."""
+    try:
+        return parse(row[column])
+    except ValueError:
+        value = row[column] if len(row[column]) <= 40 else row[column][:40] + "..."
+        raise ValueError(f"{path}, line {line}, column {column!r}: {value!r} is not "
+                         f"{'an integer' if parse is int else 'a number'}") from None
+
+
+def _coordinates(text: str) -> list[float]:
+    # "[[x,y,z],...]" with numbers such as "0." (not JSON)
+    return [float(v) for v in re.split(r"[\[\],\s]+", text) if v]
+
+
+QM9PACK_COLUMNS: tuple[str, ...] = ("Index", "SMILES", "Elements", "XYZ_Ang",
+                                    *(t.qm9pack_column for t in QM9_TARGETS))
+r"""The columns of the qm9pack CSV files that :func:`read_qm9pack` reads."""
+
+
 def read_qm9pack(paths: Sequence[str]) -> Iterator[tuple[RawMolecule, list[str], list]]:
-    r"""Yields ``(record, elements, xyz)`` per molecule of the qm9pack CSVs."""
+    r"""Yields ``(record, elements, xyz)`` per molecule of the qm9pack CSVs.
+    A short row or a value that is not a number raises a
+    :class:`ValueError` naming the file, the line and the column."""
     for path in paths:
-        with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                elements = row["Elements"].strip("[]").replace("'", "").split(",")
-                # "[[x,y,z],...]" with numbers such as "0." (not JSON)
-                flat = [float(v) for v in re.split(r"[\[\],\s]+", row["XYZ_Ang"]) if v]
-                if len(flat) != 3 * len(elements):
-                    raise ValueError(f"{path}: molecule {row['Index']} has {len(elements)} "
-                                     f"atoms but {len(flat)} coordinates")
-                record = RawMolecule(
-                    index=int(row["Index"]),
-                    smiles=row["SMILES"],
-                    targets=[float(row[t.qm9pack_column]) for t in QM9_TARGETS],
-                )
-                yield record, elements, [flat[i : i + 3] for i in range(0, len(flat), 3)]
+        for line, row in _csv_rows(path, QM9PACK_COLUMNS):
+            elements = row["Elements"].strip("[]").replace("'", "").split(",")
+            flat = _field(path, line, row, "XYZ_Ang", _coordinates)
+            if len(flat) != 3 * len(elements):
+                raise ValueError(f"{path}, line {line}: molecule {row['Index']} has "
+                                 f"{len(elements)} atoms but {len(flat)} coordinates")
+            record = RawMolecule(
+                index=_field(path, line, row, "Index", int),
+                smiles=row["SMILES"],
+                targets=[_field(path, line, row, t.qm9pack_column) for t in QM9_TARGETS],
+            )
+            yield record, elements, [flat[i : i + 3] for i in range(0, len(flat), 3)]
 
 
 def _read_sdf_targets(path: str) -> dict[str, list[float]]:
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = sorted(set(TARGET_NAMES) - set(reader.fieldnames or ()))
-        if missing:
-            raise ValueError(f"{path}: columns {missing} missing; expected the gdb9.sdf.csv "
-                             f"header mol_id,A,B,C,{','.join(TARGET_NAMES)},...")
-        return {row["mol_id"]: [float(row[t]) for t in TARGET_NAMES] for row in reader}
+    hint = f"; expected the gdb9.sdf.csv header mol_id,A,B,C,{','.join(TARGET_NAMES)},..."
+    return {row["mol_id"]: [_field(path, line, row, t) for t in TARGET_NAMES]
+            for line, row in _csv_rows(path, ("mol_id", *TARGET_NAMES), hint)}
 
 
 # ------------------------------------------------------------------- splits
@@ -477,6 +519,9 @@ class QM9(SummarizedDataset):
         supplier = Chem.SDMolSupplier(sdf_path, removeHs=False, sanitize=False)
         for position, mol in enumerate(itertools.islice(supplier, self.num_molecules)):
             name = mol.GetProp("_Name") if mol is not None and mol.HasProp("_Name") else None
+            if mol is not None and not QM9_NAME.fullmatch(name or ""):
+                raise ValueError(f"{sdf_path}: molecule {position + 1} of the file is named "
+                                 f"{name!r}, not a QM9 index 'gdb_<N>': is it QM9's gdb9.sdf?")
             try:
                 if mol is None:
                     raise MoleculeFailure("RDKit cannot parse the SDF record")
@@ -490,7 +535,7 @@ class QM9(SummarizedDataset):
             except MoleculeFailure as e:
                 failures.append({"record": position, "name": name, "reason": str(e)})
                 continue
-            index = int(name.split("_")[-1])
+            index = int(QM9_NAME.fullmatch(name).group(1))
             record = RawMolecule(index, Chem.MolToSmiles(Chem.RemoveHs(mol)), targets[name])
             data_list.append(self._to_data(record, x, pos, z))
         info = {

@@ -19,6 +19,7 @@ from ._io import (
     check_geometric_targets,
     geometric_targets,
     load_images,
+    load_or_set_aside,
     targets_tag,
 )
 
@@ -234,9 +235,12 @@ class ResNetFeatureClouds(SummarizedDataset):
 
     def extract_features(self) -> tuple[Tensor, Tensor]:
         r"""Layer-3 point clouds :math:`(N, 16, d)` and fine labels
-        :math:`(N)` of the selected images (cached in ``processed/``)."""
+        :math:`(N)` of the selected images (cached in ``processed/``; a
+        cache that does not load is set aside and computed again)."""
         if os.path.exists(self._features_path) and not self.force_reload:
-            return torch.load(self._features_path, weights_only=True)
+            cached = load_or_set_aside(self._features_path)
+            if cached is not None:
+                return cached
         model = load_backbone(self.backbone).to(self.device)
         images, labels = load_images("cifar100", self.raw_dir, self.split == "train")
         images, labels = images[: self.num_images], labels[: self.num_images]

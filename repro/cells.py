@@ -24,7 +24,7 @@ from filelock import FileLock, Timeout
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_only
 
-from .checkpoints import AtomicCheckpointIO, resumable
+from .checkpoints import AtomicCheckpointIO, StopBetweenSteps, resumable
 from .datamodule import SetDataModule
 from .envinfo import environment_record
 from .faults import Interrupted, atomic_write, is_no_space, no_space, set_aside, stop_on_signals
@@ -247,6 +247,7 @@ def _callbacks(profile: Profile, ckpt_dir: str, progress: bool,
         ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/loss", mode="min",
                         save_top_k=1, save_last=True),
         EarlyStopping(monitor="val/loss", mode="min", patience=profile.patience),
+        StopBetweenSteps(osp.join(ckpt_dir, "last.ckpt")),
     ]
     return callbacks if progress else [*callbacks, EpochLogger()]
 
@@ -282,7 +283,9 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
     r"""Trains and tests one cell; returns the metrics part of its record.
 
     The model with the lowest validation loss is restored before the single
-    test evaluation. A :obj:`last.ckpt` left by a killed run is resumed.
+    test evaluation. A :obj:`last.ckpt` left by a killed run is resumed,
+    in the middle of an epoch when a signal stopped it there
+    (:class:`~mzattn.repro.checkpoints.StopBetweenSteps`).
     """
     profile = column_profile(spec.profile(profile_name), cell.column)
     pl.seed_everything(cell.seed, workers=True, verbose=False)
@@ -377,7 +380,7 @@ def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
 
 def _resume_hint(out: str, cell: Cell) -> str:
     last = osp.join(checkpoint_dir(out, cell), "last.ckpt")
-    where = f"from {last}" if osp.exists(last) else "from scratch (no epoch had finished)"
+    where = f"from {last}" if osp.exists(last) else "from scratch (no training step had finished)"
     return (f"cell {cell.cell_id} of {cell.table} before its record was written; rerun the "
             f"same command to resume it {where}")
 

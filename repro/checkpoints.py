@@ -1,14 +1,24 @@
 r"""Cell checkpoints that survive faults: written atomically in their own
 folder, loaded with :obj:`weights_only=True` only (a checkpoint is data,
-never code), and a :obj:`last.ckpt` that does not load is set aside so that
-its cell restarts instead of failing on every rerun."""
+never code), a :obj:`last.ckpt` that does not load is set aside so that
+its cell restarts instead of failing on every rerun, and a signal stops a
+cell between two training steps with a checkpoint of the step just done."""
 import sys
 from typing import Any
 
+import lightning.pytorch as pl
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 
-from .faults import atomic_write, set_aside
+from .datamodule import ResumableLoader
+from .faults import (
+    Interrupted,
+    atomic_write,
+    hold_signals,
+    pending_signal,
+    release_signals,
+    set_aside,
+)
 
 
 def safe_load(path: str, map_location: Any = "cpu") -> Any:
@@ -52,3 +62,74 @@ def resumable(path: str) -> bool:
               file=sys.stderr, flush=True)
         return False
     return True
+
+
+class StopBetweenSteps(pl.Callback):
+    r"""Stops a training cell on SIGTERM or SIGINT between two training
+    steps, so that at most the step in progress is lost.
+
+    While the cell trains (single process), the signal is held
+    (:func:`~mzattn.repro.faults.hold_signals`) until the step in progress
+    ends. After a step in the middle of an epoch, the trainer's state is
+    saved to :obj:`path` (the cell's :obj:`last.ckpt`) and the run stops
+    with :class:`~mzattn.repro.faults.Interrupted`. A signal during the last
+    step of an epoch or its validation stops the run once the epoch's own
+    :obj:`last.ckpt` is written (at the next epoch's start, or at the end of
+    training).
+
+    Resuming from a mid-epoch checkpoint continues the epoch with its
+    remaining batches, in the same order (:class:`ResumableLoader` records
+    its position), with the global torch RNG (CPU and CUDA) as it was, which
+    this callback keeps in every checkpoint, and with the epoch's running
+    training loss (:class:`~mzattn.repro.history.History`). Not restored:
+    the training metrics that :class:`~mzattn.repro.lightning_module.SetModule`
+    accumulates over the epoch (they then cover the batches after the
+    resume; no record uses them), and the random streams of data-loader
+    worker processes.
+
+    Args:
+        path (str): The checkpoint written at a mid-epoch stop.
+    """
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._rng: dict[str, Any] | None = None
+
+    def on_train_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        if self._rng is not None:  # restored from a checkpoint
+            torch.set_rng_state(self._rng["cpu"])
+            if self._rng["cuda"] and len(self._rng["cuda"]) == torch.cuda.device_count():
+                torch.cuda.set_rng_state_all(self._rng["cuda"])
+            self._rng = None
+        if trainer.world_size == 1:
+            hold_signals()
+
+    def on_train_epoch_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        signum = pending_signal()
+        if signum is not None:  # held during the last epoch's end: its last.ckpt is written
+            raise Interrupted(signum)
+
+    def on_train_batch_end(self, trainer: pl.Trainer, module: pl.LightningModule,
+                           outputs: Any, batch: Any, batch_idx: int) -> None:
+        loader = trainer.train_dataloader
+        if isinstance(loader, ResumableLoader):
+            loader.batches_done = batch_idx + 1
+        signum = pending_signal()
+        if signum is not None and batch_idx + 1 < trainer.num_training_batches:
+            trainer.save_checkpoint(self.path)
+            raise Interrupted(signum)
+
+    def on_train_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        signum = release_signals()
+        if signum is not None:
+            raise Interrupted(signum)
+
+    def on_exception(self, trainer: pl.Trainer, module: pl.LightningModule,
+                     exception: BaseException) -> None:
+        release_signals()
+
+    def state_dict(self) -> dict[str, Any]:
+        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else []
+        return {"cpu": torch.get_rng_state(), "cuda": cuda}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._rng = state_dict

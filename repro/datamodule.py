@@ -1,12 +1,15 @@
 r"""A :class:`~lightning.pytorch.LightningDataModule` over the synthetic set
 tasks (:mod:`mzattn.datasets.synthetic`) and the real datasets of
-:mod:`mzattn.repro.real_data`, with seeded data-loader workers."""
+:mod:`mzattn.repro.real_data`, with seeded data-loader workers and a training
+loader that resumes in the middle of an epoch."""
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import lightning.pytorch as pl
 import numpy as np
 import torch
+from torch.utils.data import Dataset, Sampler
 from torch_geometric.loader import DataLoader
 
 
@@ -18,14 +21,88 @@ def seed_worker(worker_id: int) -> None:
     random.seed(seed)
 
 
+class EpochSampler(Sampler[int]):
+    r"""Visits the :obj:`num_items` items of a split in an order that is a
+    function of :obj:`(seed, epoch)` only (NumPy's PCG64 seeded with both),
+    so that a resumed run sees every epoch in the order it would have seen.
+    Lightning calls :meth:`set_epoch` before every training epoch.
+
+    Args:
+        num_items (int): Items of the split.
+        seed (int): Shuffling seed.
+    """
+    def __init__(self, num_items: int, seed: int) -> None:
+        self.num_items, self.seed = num_items, seed
+        self.epoch, self.start = 0, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        r"""The epoch whose order the next iteration gives (from its first
+        item, unless :obj:`epoch` is the one :attr:`start` was set for)."""
+        if epoch != self.epoch:
+            self.epoch, self.start = epoch, 0
+
+    def __iter__(self) -> Iterator[int]:
+        order = np.random.default_rng([self.seed, self.epoch]).permutation(self.num_items)
+        start, self.start = self.start, 0  # skip once: the next epoch starts at its beginning
+        return iter(order[start:].tolist())
+
+    def __len__(self) -> int:
+        return self.num_items
+
+
+class ResumableLoader(DataLoader):
+    r"""The training loader: a PyG :class:`~torch_geometric.loader.DataLoader`
+    over an :class:`EpochSampler`, whose position Lightning keeps in every
+    checkpoint (:meth:`state_dict`, :meth:`load_state_dict`). Restored from a
+    checkpoint saved after :obj:`k` batches of epoch :obj:`e`, it yields the
+    batches of epoch :obj:`e` after the first :obj:`k`; :obj:`len()` stays
+    the epoch's full length, as Lightning expects of a resumable loader.
+
+    :attr:`batches_done` is the number of batches of the current epoch
+    already trained; the trainer's :class:`~mzattn.repro.checkpoints.StopBetweenSteps`
+    callback sets it after every batch.
+
+    Args:
+        dataset (Dataset): The training split.
+        batch_size (int): Sets per batch.
+        seed (int): Shuffling seed of the :class:`EpochSampler`.
+        sampler (Sampler, optional): Replaces the :class:`EpochSampler`
+            (Lightning passes a distributed one; such a loader restarts
+            its epoch from the beginning). (default: :obj:`None`)
+        **kwargs (optional): Other arguments of
+            :class:`torch.utils.data.DataLoader`.
+    """
+    def __init__(self, dataset: Dataset, batch_size: int, seed: int,
+                 sampler: Sampler | None = None, **kwargs: Any) -> None:
+        sampler = EpochSampler(len(dataset), seed) if sampler is None else sampler
+        super().__init__(dataset, batch_size=batch_size, sampler=sampler, **kwargs)
+        self.batches_done = 0
+
+    def state_dict(self) -> dict[str, int]:
+        r"""The position: the epoch of the sampler and the batches of it
+        already trained."""
+        return {"epoch": getattr(self.sampler, "epoch", 0), "batches_done": self.batches_done}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        r"""Starts the next iteration at the position :obj:`state` (an epoch
+        whose batches are all done continues with the next epoch)."""
+        epoch, done = state["epoch"], state["batches_done"]
+        if done >= len(self):
+            epoch, done = epoch + 1, 0
+        if isinstance(self.sampler, EpochSampler):
+            self.sampler.epoch, self.sampler.start = epoch, done * self.batch_size
+            self.batches_done = done
+
+
 class SetDataModule(pl.LightningDataModule):
     r"""The train/val/test splits of one synthetic task as PyG
     :class:`~torch_geometric.loader.DataLoader` objects.
 
     The splits are generated (and cached on disk) in :meth:`prepare_data`,
     which Lightning runs once per node, and loaded in :meth:`setup` on every
-    process. The training loader shuffles with a generator seeded by
-    :obj:`seed`; workers are seeded by :func:`seed_worker`.
+    process. The training loader (:class:`ResumableLoader`) shuffles every
+    epoch in an order fixed by :obj:`seed` and the epoch, and resumes in the
+    middle of an epoch; workers are seeded by :func:`seed_worker`.
 
     Args:
         task (str): Task name of :obj:`mzattn.datasets.synthetic.TASKS` or
@@ -95,21 +172,25 @@ class SetDataModule(pl.LightningDataModule):
         return self.train_dataset.target_dim
 
     # ----------------------------------------------------------- loaders
-    def _loader(self, index: int, shuffle: bool) -> DataLoader:
+    def _loader(self, index: int) -> DataLoader:
         self.setup()
-        generator = torch.Generator().manual_seed(self.seed)
-        return DataLoader(self.splits[index], batch_size=self.batch_size, shuffle=shuffle,
-                          num_workers=self.num_workers, worker_init_fn=seed_worker,
-                          generator=generator, persistent_workers=self.num_workers > 0)
+        # the generator seeds the workers (never the global RNG, which a checkpoint restores)
+        options = {"batch_size": self.batch_size, "num_workers": self.num_workers,
+                   "worker_init_fn": seed_worker,
+                   "generator": torch.Generator().manual_seed(self.seed),
+                   "persistent_workers": self.num_workers > 0}
+        if index == 0:
+            return ResumableLoader(self.splits[0], seed=self.seed, **options)
+        return DataLoader(self.splits[index], shuffle=False, **options)
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader(0, shuffle=True)
+        return self._loader(0)
 
     def val_dataloader(self) -> DataLoader:
-        return self._loader(1, shuffle=False)
+        return self._loader(1)
 
     def test_dataloader(self) -> DataLoader:
-        return self._loader(2, shuffle=False)
+        return self._loader(2)
 
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}({self.task}, seed={self.seed}, "

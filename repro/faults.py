@@ -1,7 +1,8 @@
 r"""What a run survives (:obj:`docs/faults.md`): every file is written
 atomically in its own folder, a full disk stops the run with one message,
 unreadable files are set aside under a new name, and SIGTERM / SIGINT stop
-the run between two writes.
+the run between two writes (while a cell trains, between two training
+steps: :func:`hold_signals`).
 
 A stop is a :class:`RunStopped` (a :class:`BaseException`, so that no
 ``except Exception`` on the way records it as a failed cell); the table
@@ -9,15 +10,14 @@ runner turns it into a message and an exit status.
 """
 import contextlib
 import errno
-import os
 import os.path as osp
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import IO
 
 from mzattn.datasets._io import atomic_write as _atomic_write
+from mzattn.datasets._io import set_aside  # noqa: F401 (the harness imports it from here)
 
 EXIT_NO_SPACE = 1
 r"""Exit status of a run stopped by a full disk."""
@@ -108,35 +108,72 @@ def atomic_write_text(text: str, path: str) -> None:
     atomic_write(path, lambda f: f.write(text))
 
 
-def set_aside(path: str, reason: str) -> str:
-    r"""Renames :obj:`path` to :obj:`{path}.{reason}-{UTC time}` in the same
-    folder (kept for inspection, out of every glob of the harness) and
-    returns the new path."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    aside = f"{path}.{reason}-{stamp}"
-    os.replace(path, aside)
-    return aside
+class _Hold:
+    r"""The signal state of the main thread's innermost :func:`stop_on_signals`
+    block: its handler, and whether a signal is held (:func:`hold_signals`)."""
+    handler: Callable | None = None
+    active: bool = False
+    pending: int | None = None
 
 
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[None]:
     r"""Within the block, SIGTERM and SIGINT raise :class:`Interrupted`
     where the main thread is (once: a second signal while stopping is
-    ignored). Outside the main thread the block runs unchanged. Lightning's
-    own SIGTERM handler, installed inside the block, calls this one too."""
+    ignored), unless :func:`hold_signals` holds them. Outside the main
+    thread the block runs unchanged."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     stopping = []
 
     def handler(signum: int, frame) -> None:
-        if not stopping:
-            stopping.append(signum)
-            raise Interrupted(signum)
+        if stopping:
+            return
+        if _Hold.active and _Hold.pending is None:
+            _Hold.pending = signum  # acted on between two steps; a second signal stops now
+            return
+        stopping.append(signum)
+        raise Interrupted(signum)
 
+    outer = _Hold.handler
+    _Hold.handler = handler
     previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
+        release_signals()
+        _Hold.handler = outer
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+def hold_signals() -> bool:
+    r"""Holds SIGTERM and SIGINT inside a :func:`stop_on_signals` block until
+    :func:`release_signals`: the first one is only recorded
+    (:func:`pending_signal`), so that the run stops where its caller decides
+    (between two training steps); a second one stops the run at once.
+
+    The block's handler is installed again, over any installed since
+    (Lightning's own SIGTERM handler, which would stop training without a
+    checkpoint). Returns :obj:`False`, holding nothing, outside such a
+    block or the main thread."""
+    if _Hold.handler is None or threading.current_thread() is not threading.main_thread():
+        return False
+    _Hold.active, _Hold.pending = True, None
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _Hold.handler)
+    return True
+
+
+def pending_signal() -> int | None:
+    r"""The signal held since :func:`hold_signals`, if any."""
+    return _Hold.pending if _Hold.active else None
+
+
+def release_signals() -> int | None:
+    r"""Ends :func:`hold_signals`; returns the signal held meanwhile, if any
+    (the caller stops the run for it)."""
+    pending = pending_signal()
+    _Hold.active, _Hold.pending = False, None
+    return pending

@@ -22,8 +22,10 @@ class History(pl.Callback):
     trained with and its wall time (training and validation).
 
     The rows are part of the callback's :meth:`state_dict`, so they travel
-    in every checkpoint; after each epoch they are also written atomically
-    to :obj:`csv_path` (columns :obj:`FIELDS`).
+    in every checkpoint, with the running sums of an epoch in progress (a
+    run resumed in the middle of an epoch records the whole epoch's training
+    loss and time); after each epoch they are also written atomically to
+    :obj:`csv_path` (columns :obj:`FIELDS`).
 
     Args:
         metric (str): Validation metric to record, e.g. :obj:`"r2"` (logged
@@ -71,10 +73,21 @@ class History(pl.Callback):
             write_csv_atomic(self.rows, self.csv_path)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"rows": list(self.rows)}
+        state: dict[str, Any] = {"rows": list(self.rows)}
+        if self._start is not None:  # saved in the middle of an epoch
+            state["epoch_in_progress"] = {
+                "loss_sum": self._loss_sum, "count": self._count, "lr": self._lr,
+                "seconds": time.perf_counter() - self._start}
+        return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.rows = list(state_dict.get("rows", []))
+        # Lightning resumes a mid-epoch checkpoint without on_train_epoch_start
+        partial = state_dict.get("epoch_in_progress")
+        if partial is not None:
+            self._loss_sum, self._count, self._lr = (partial["loss_sum"], partial["count"],
+                                                     partial["lr"])
+            self._start = time.perf_counter() - partial["seconds"]
 
 
 def _value(value: torch.Tensor | float | None) -> float | None:

@@ -122,7 +122,12 @@ class SetModule(pl.LightningModule):
     # -------------------------------------------------------------- model
     def forward(self, x: Tensor, batch: Tensor, dim_size: int | None = None) -> Tensor:
         r"""The model's prediction :obj:`[B, out]` (the first entry of a
-        tuple output)."""
+        tuple output). Floating-point features are cast to the module's
+        dtype: Lightning's :obj:`"64-true"`, :obj:`"16-true"` and
+        :obj:`"bf16-true"` precisions convert the parameters but not the
+        tensors of a PyG batch."""
+        if x.is_floating_point() and x.dtype != self.dtype:
+            x = x.to(self.dtype)
         out = self.model(x, batch, dim_size=dim_size)
         return out[0] if isinstance(out, tuple) else out
 

@@ -4,7 +4,6 @@ import hashlib
 import json
 import os
 import os.path as osp
-import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +13,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from .._io import SafeInMemoryDataset, safe_torch_load
+from .._io import SafeInMemoryDataset, atomic_torch_save
 from ._validate import check_int
 from .generation import generate_split
 from .tasks import SPLITS, TaskConfig, canonical_name, get_config
@@ -36,17 +35,6 @@ def cache_key(name: str, config: TaskConfig, seed: int, split: str) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _atomic_torch_save(obj: Any, path: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=osp.dirname(path), prefix=".tmp-", suffix=".pt")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 class SyntheticSetDataset(SafeInMemoryDataset):
     r"""One split of a synthetic set task of the paper "Matrix Zonotopic
     Attention" (tasks and defaults: :obj:`mzattn.datasets.synthetic.TASKS`).
@@ -57,7 +45,9 @@ class SyntheticSetDataset(SafeInMemoryDataset):
     they are rounded to float32). The split is generated on first use
     (deterministic for its task, configuration, seed and split) and cached in
     :obj:`{root}/{task}/processed/{split}_{hash}_v{VERSION}.pt`; a later load
-    reads that file.
+    reads that file. A cache file that does not load (truncated, or unsafe)
+    is set aside as :obj:`{file}.corrupt-{UTC time}`, named in a warning,
+    and the split generated again.
 
     With :obj:`normalize=True` the targets become
     :math:`(y - \bar y_{train}) / s_{train}` with the *training* split's mean
@@ -104,7 +94,7 @@ class SyntheticSetDataset(SafeInMemoryDataset):
         root = default_root() if root is None else root
         super().__init__(osp.join(root, self.name), transform, log=log,
                          force_reload=force_reload)
-        out = safe_torch_load(self.processed_paths[0])
+        out = self.load_cache(self.processed_paths[0])
         self.data, self.slices = Data.from_dict(out["data"]), out["slices"]
         self.meta: dict[str, Any] = out["meta"]
         self.target_mean, self.target_std = self._target_stats(root, log)
@@ -140,8 +130,8 @@ class SyntheticSetDataset(SafeInMemoryDataset):
             "y_mean": y64.mean(0).tolist(), "y_std": y64.std(0).tolist(),
         }
         slices = {"x": torch.from_numpy(ptr), "y": torch.arange(len(samples) + 1)}
-        _atomic_torch_save({"data": Data(x=x, y=y).to_dict(), "slices": slices,
-                            "meta": meta}, self.processed_paths[0])
+        atomic_torch_save({"data": Data(x=x, y=y).to_dict(), "slices": slices,
+                           "meta": meta}, self.processed_paths[0])
         self._generated_now = True
 
     # ------------------------------------------------------- normalisation

@@ -1,3 +1,4 @@
+import glob
 import os
 import time
 
@@ -44,14 +45,26 @@ def test_safe_torch_load_refuses_code_and_names_the_file(tmp_path):
     assert not os.path.exists(marker)
 
 
-def test_a_crafted_processed_cache_is_refused(tmp_path):
+def test_safe_torch_load_of_a_truncated_file_names_it_without_torch_advice(tmp_path):
+    path = tmp_path / "cut.pt"
+    torch.save({"x": torch.ones(3)}, path)
+    path.write_bytes(path.read_bytes()[:-30])
+    with pytest.raises(ValueError) as info:
+        safe_torch_load(str(path))
+    assert str(info.value) == (f"{path}: unreadable or unsafe cache file (RuntimeError: "
+                               "PytorchStreamReader failed reading zip archive: failed finding "
+                               "central directory.)")  # not torch's "your checkpoint file"
+
+
+def test_a_crafted_processed_cache_is_set_aside_and_rebuilt(tmp_path, caplog):
     root, marker = str(tmp_path / "tiny"), str(tmp_path / "ran")
     path = Tiny(root).processed_paths[0]
     assert len(Tiny(root)) == 2  # the cache loads safely
     _crafted_pickle(path, marker)
-    with pytest.raises(ValueError, match="delete it to rebuild the cache") as info:
-        Tiny(root)
-    assert path in str(info.value) and not os.path.exists(marker)
+    assert len(Tiny(root)) == 2 and not os.path.exists(marker)
+    (aside,) = glob.glob(f"{path}.corrupt-*")
+    assert f"{path}: unreadable or unsafe cache file" in caplog.text
+    assert f"moved to {aside}, rebuilding the cache" in caplog.text
 
 
 @pytest.mark.parametrize("name", ["pre_transform.pt", "pre_filter.pt"])
@@ -71,6 +84,26 @@ def test_synthetic_caches_are_never_unpickled(tmp_path):
     load_task("task_a", split="train", root=root, **SMALL)
     assert not os.path.exists(marker) and not os.path.exists(evil)
     _crafted_pickle(first.processed_paths[0], marker)
-    with pytest.raises(ValueError, match=first.processed_paths[0]):
-        load_task("task_a", split="train", root=root, **SMALL)
-    assert not os.path.exists(marker)
+    again = load_task("task_a", split="train", root=root, **SMALL)
+    assert torch.equal(again.x, first.x) and not os.path.exists(marker)
+
+
+def test_a_truncated_synthetic_cache_is_named_set_aside_and_regenerated(tmp_path, caplog):
+    first = load_task("task_a", split="val", root=str(tmp_path), **SMALL)
+    path = first.processed_paths[0]
+    with open(path, "rb") as f:
+        whole = f.read()
+    with open(path, "wb") as f:
+        f.write(whole[:-30])  # a full disk, a killed copy
+    again = load_task("task_a", split="val", root=str(tmp_path), **SMALL)
+    assert torch.equal(again.x, first.x) and not again.summary()["from_cache"]
+    (aside,) = glob.glob(f"{path}.corrupt-*")
+    assert os.path.getsize(aside) == len(whole) - 30
+    assert f"{path}: unreadable or unsafe cache file (" in caplog.text
+    assert f"moved to {aside}, rebuilding the cache" in caplog.text
+    assert load_task("task_a", split="val", root=str(tmp_path), **SMALL).summary()["from_cache"]
+
+
+def test_a_summarized_cache_records_its_raw_files(tmp_path):
+    dataset = Tiny(str(tmp_path / "tiny"))
+    assert dataset.summary()["raw_files"] == {}

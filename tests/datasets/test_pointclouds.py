@@ -177,3 +177,73 @@ def test_scanobjectnn(tmp_path):
     assert len(SCANOBJECTNN_CLASSES) == 15
     with pytest.raises(FileNotFoundError, match="hkust-vgd.github.io/scanobjectnn"):
         ScanObjectNN(str(tmp_path), train=False)
+
+
+# ------------------------------------------------ data errors name the file
+
+
+def _modelnet_h5(tmp_path, i):
+    return tmp_path / "raw" / HDF5_FOLDER / f"ply_data_test{i}.h5"
+
+
+def test_a_file_that_is_not_hdf5_is_named(tmp_path):
+    rng = np.random.default_rng(0)
+    write_h5(_modelnet_h5(tmp_path, 0), rng.normal(size=(2, 2048, 3)), np.array([0, 1]))
+    good = _modelnet_h5(tmp_path, 0).read_bytes()
+    _modelnet_h5(tmp_path, 1).write_bytes(good[: len(good) // 2])  # truncated download
+    with pytest.raises(ValueError, match="not a readable HDF5 file") as info:
+        ModelNet40(str(tmp_path), train=False, source="hdf5")
+    assert str(info.value).startswith(f"{_modelnet_h5(tmp_path, 1)}: ")
+    _modelnet_h5(tmp_path, 1).write_text("<html>404 Not Found</html>")
+    with pytest.raises(ValueError, match="not a readable HDF5 file") as info:
+        ModelNet40(str(tmp_path), train=False, source="hdf5")
+    assert str(info.value).startswith(f"{_modelnet_h5(tmp_path, 1)}: ")
+
+
+def test_hdf5_files_with_different_point_counts_are_named(tmp_path):
+    rng = np.random.default_rng(0)
+    write_h5(_modelnet_h5(tmp_path, 0), rng.normal(size=(2, 2048, 3)), np.array([0, 1]))
+    write_h5(_modelnet_h5(tmp_path, 1), rng.normal(size=(2, 1024, 3)), np.array([0, 1]))
+    with pytest.raises(ValueError) as info:
+        ModelNet40(str(tmp_path), train=False, source="hdf5")
+    assert str(info.value).startswith(
+        f"{_modelnet_h5(tmp_path, 1)}: clouds of 1024 points, but "
+        f"{_modelnet_h5(tmp_path, 0)} has 2048")
+
+
+@pytest.mark.parametrize("rows", [[1, 3, 5, 7], [6]])
+def test_a_nan_cloud_is_refused_with_file_and_row(tmp_path, rows):
+    clouds = np.random.default_rng(0).normal(size=(8, 2048, 3))
+    clouds[rows[0], 5, 1] = np.nan  # one NaN coordinate is enough
+    clouds[rows[1:]] = np.nan  # and whole clouds of NaN
+    path = tmp_path / "raw" / "main_split" / "training_objectdataset.h5"
+    write_h5(path, clouds, np.arange(8))
+    with pytest.raises(ValueError) as info:
+        ScanObjectNN(str(tmp_path), num_points=512)
+    rows_text = ", ".join(map(str, rows))
+    assert str(info.value).startswith(f"{path}: {len(rows)} of 8 clouds have NaN or infinite "
+                                      f"coordinates (rows {rows_text} of 'data')")
+    assert not (tmp_path / "processed").exists() or not any((tmp_path / "processed").glob("*.pt"))
+
+
+def test_a_fixed_off_file_rebuilds_the_cache(tmp_path, caplog):
+    root = str(tmp_path)
+    make_off_root(root)
+    first = ModelNet40(root, train=True, num_points=64)
+    assert len(first) == 2 and first.summary()["num_failures"] == 1
+    assert "xbox/train/xbox_0002.off" in first.summary()["raw_files"]
+    assert len(ModelNet40(root, train=True, num_points=64)) == 2  # unchanged: cached
+    assert "rebuilding" not in caplog.text
+    fixed = os.path.join(root, "raw", "xbox", "train", "xbox_0002.off")
+    write_off(fixed, CUBE_VERTICES, CUBE_QUADS)  # the degenerate mesh, fixed
+    os.utime(fixed, ns=(1, 1))  # whatever the clock: the state differs
+    again = ModelNet40(root, train=True, num_points=64)
+    assert len(again) == 3 and again.summary()["num_failures"] == 0
+    assert (f"{again.processed_paths[0]}: raw file xbox/train/xbox_0002.off changed "
+            "(size or modification time) since it was built; rebuilding it") in caplog.text
+    caplog.clear()
+    assert len(ModelNet40(root, train=False, num_points=64)) == 1  # the test split's own files
+    os.remove(fixed)
+    assert len(ModelNet40(root, train=True, num_points=64)) == 2
+    assert "raw file xbox/train/xbox_0002.off was removed" in caplog.text
+    assert "_test_" not in caplog.text  # the test split was not rebuilt

@@ -259,3 +259,64 @@ def test_native_stderr_is_restored_when_processing_fails(capfd):
         raise RuntimeError
     os.write(2, b"after\n")
     assert capfd.readouterr().err == "kept\nafter\n"
+
+
+# ----------------------------------------------- data errors name the row
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda row: row.replace("13.21", "n/a", 1), "line 2, column 'alpha': 'n/a' is not a number"),
+    (lambda row: row.rsplit(",", 3)[0], "line 2: 17 fields, the header has 20"),
+    (lambda row: row + ",1.0", "line 2: 21 fields, the header has 20"),
+])
+def test_a_bad_sdf_csv_row_names_file_line_and_column(tmp_path, edit, message):
+    write_sdf_source(tmp_path / "raw")
+    csv_path = tmp_path / "raw" / "gdb9.sdf.csv"
+    header, first, *rest = csv_path.read_text().splitlines()
+    csv_path.write_text("\n".join([header, edit(first), *rest]) + "\n")
+    with pytest.raises(ValueError) as info:
+        QM9(str(tmp_path), source="sdf")
+    assert str(info.value) == f"{csv_path}, {message}"
+
+
+@needs_qm9pack
+@pytest.mark.parametrize("column, value, message", [
+    ("Dipole_debye", "abc", "column 'Dipole_debye': 'abc' is not a number"),
+    ("Index", "4x", "column 'Index': '4x' is not an integer"),
+    ("XYZ_Ang", "[[0.,1.,z]]", "column 'XYZ_Ang': '[[0.,1.,z]]' is not a number"),
+])
+def test_a_bad_qm9pack_value_names_file_line_and_column(tiny_qm9pack, column, value, message):
+    path = os.path.join(qm9.qm9pack_data_dir(), "qm9_part1.csv")
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    rows[3][rows[0].index(column)] = value
+    with open(path, "w", newline="") as f:
+        csv.writer(f, quoting=csv.QUOTE_NONNUMERIC).writerows(rows)
+    with pytest.raises(ValueError) as info:
+        QM9(tiny_qm9pack)
+    assert str(info.value) == f"{path}, line 4, {message}"
+
+
+@needs_qm9pack
+def test_a_short_qm9pack_row_is_named(tiny_qm9pack):
+    path = os.path.join(qm9.qm9pack_data_dir(), "qm9_part3.csv")
+    with open(path) as f:
+        lines = f.read().splitlines()
+    lines[1] = lines[1].rsplit(",", 2)[0]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"line 2: \d+ fields, the header has \d+") as info:
+        QM9(tiny_qm9pack)
+    assert str(info.value).startswith(f"{path}, line 2: ")
+
+
+def test_an_sdf_name_that_is_not_a_qm9_index_names_the_molecule(tmp_path):
+    write_sdf_source(tmp_path / "raw")
+    sdf = tmp_path / "raw" / "gdb9.sdf"
+    sdf.write_text(sdf.read_text().replace("gdb_3", "aspirin"))
+    csv_path = tmp_path / "raw" / "gdb9.sdf.csv"
+    csv_path.write_text(csv_path.read_text().replace("gdb_3", "aspirin"))
+    with pytest.raises(ValueError) as info:
+        QM9(str(tmp_path), source="sdf")
+    assert str(info.value) == (f"{sdf}: molecule 3 of the file is named 'aspirin', not a QM9 "
+                               "index 'gdb_<N>': is it QM9's gdb9.sdf?")

@@ -1,3 +1,4 @@
+import glob
 import os
 import pickle
 
@@ -140,3 +141,19 @@ def test_table32_knn_radius_is_the_median_over_points():
     P = points.numpy()
     assert value == pytest.approx(knn_radius(P, 5, "median"), rel=1e-6)
     assert value != pytest.approx(knn_radius(P, 5, "mean"), rel=1e-6)
+
+
+def test_a_truncated_feature_cache_is_set_aside_and_computed_again(fake_cifar, fake_hub, caplog):
+    root = str(fake_cifar)
+    first = ResNetFeatureClouds(root, num_images=3, image_size=64, device="cpu")
+    features = first._features_path
+    with open(features, "rb") as f:
+        whole = f.read()
+    with open(features, "wb") as f:
+        f.write(whole[:-30])
+    other = ResNetFeatureClouds(root, targets=["diameter"], num_images=3, image_size=64,
+                                device="cpu")  # reads the feature cache
+    torch.testing.assert_close(other.x, first.x)
+    (aside,) = glob.glob(f"{features}.corrupt-*")
+    assert f"{features}: unreadable or unsafe cache file" in caplog.text
+    assert f"moved to {aside}, rebuilding the cache" in caplog.text

@@ -86,12 +86,58 @@ def test_a_signal_stops_cleanly_and_the_cell_resumes(tmp_path, data_root, option
     assert read_record(cell_path(out, _cell("fast")))["status"] == "ok"
     assert "1 finished cells" in (tmp_path / "tiny" / "report.md").read_text()
     last = osp.join(checkpoint_dir(out, slow), "last.ckpt")
-    done = safe_load(last)["epoch"] + 1  # epochs in the last checkpoint written
-    assert done >= 1
-    capped = faulty_table.spec(done + 1)
+    # saved after a step in epoch E (0-based), or at the end of epoch E: one more epoch
+    # after it is epoch E + 2 (1-based) in both cases
+    cap = safe_load(last)["epoch"] + 2
+    assert cap >= 3
+    capped = faulty_table.spec(cap)
     record = run_cell(capped, _cell("slow", capped), "smoke", out, options)
-    assert record["status"] == "ok" and record["resumed"] and record["epochs"] == done + 1
-    assert [h["epoch"] for h in record["history"]] == list(range(1, done + 2))
+    assert record["status"] == "ok" and record["resumed"] and record["epochs"] == cap
+    assert [h["epoch"] for h in record["history"]] == list(range(1, cap + 1))
+
+
+def _batches_done(checkpoint: dict) -> tuple[int, int]:
+    # (epoch, batches of it trained) as Lightning's loops and our loader record them
+    progress = checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]["total"]
+    (position,) = checkpoint["loops"]["fit_loop"]["state_dict"]["combined_loader"]
+    assert progress["processed"] == checkpoint["global_step"]
+    return position["epoch"], position["batches_done"]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, data_root) -> dict:
+    r"""The record of the :obj:`slow` cell trained for 3 epochs without a stop."""
+    out = str(tmp_path_factory.mktemp("uninterrupted"))
+    proc = _start(out, data_root, "slow", FAULTY_EPOCHS="3")
+    assert proc.wait(timeout=300) == 0, proc.communicate()[1]
+    return read_record(cell_path(out, _cell("slow")))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_mid_epoch_keeps_the_step_and_the_resumed_run_is_the_uninterrupted_one(
+        tmp_path, data_root, uninterrupted, signum):
+    slow, name = _cell("slow"), signal.Signals(signum).name
+    out = str(tmp_path / "out")
+    proc = _start(out, data_root, "slow", FAULTY_EPOCHS="3", FAULTY_SIGNAL=f"{name}@1:3")
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 128 + signum, stderr
+    assert "Traceback" not in stderr and f"{name}: stopped cell Standard__slow__s0" in stderr
+    last = osp.join(checkpoint_dir(out, slow), "last.ckpt")
+    checkpoint = safe_load(last)
+    # 8 batches an epoch: epoch 0, then batches 0-3 of epoch 1 (the step in progress kept)
+    assert checkpoint["global_step"] == 8 + 4 and _batches_done(checkpoint) == (1, 4)
+    assert _epochs_logged(out, slow) == 1 and read_record(cell_path(out, slow)) is None
+    proc = _start(out, data_root, "slow", FAULTY_EPOCHS="3")
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert "not resumable" not in stderr  # Lightning's warning for a loader that restarts
+    resumed, expected = read_record(cell_path(out, slow)), uninterrupted
+    assert resumed["resumed"] and resumed["epochs"] == expected["epochs"] == 3
+    assert [h["epoch"] for h in resumed["history"]] == [1, 2, 3]
+    for got, want in zip(resumed["history"], expected["history"], strict=True):
+        for key in ("train_loss", "val_loss", "val_metric", "lr"):
+            assert got[key] == pytest.approx(want[key], rel=1e-6, abs=1e-9), (key, got, want)
+    assert resumed["metrics"] == pytest.approx(expected["metrics"], rel=1e-6, abs=1e-9)
 
 
 def test_stop_on_signals_restores_the_handlers():

@@ -104,3 +104,28 @@ def test_invalid_arguments():
     with pytest.raises(ValueError, match="'warmup_epochs'"):
         SetModule(model, warmup_epochs=-1)
     assert "loss=mse" in repr(SetModule(model))
+
+
+def test_features_follow_the_module_dtype():
+    data = _batch()
+    module = SetModule(build_model("standard", 3, 1)).double().eval()
+    with torch.no_grad():
+        pred = module(data.x, data.batch, dim_size=data.num_graphs)  # float32 x, float64 model
+        expected = module.model(data.x.double(), data.batch, dim_size=data.num_graphs)
+    assert pred.dtype == torch.float64 and torch.equal(pred, expected)
+
+
+@pytest.mark.parametrize("precision", ["64-true", "bf16-true"])
+def test_true_precisions_train_on_pyg_batches(precision):
+    # Lightning converts the parameters but not the tensors of a PyG batch: the models
+    # raised their dtype TypeError for every cell run with --precision 64-true
+    import lightning.pytorch as pl
+    from torch_geometric.loader import DataLoader
+
+    items = _batch(num_sets=8).to_data_list()
+    module = SetModule(build_model("standard", 3, 1), warmup_epochs=0, max_epochs=1)
+    trainer = pl.Trainer(max_epochs=1, accelerator="cpu", precision=precision, logger=False,
+                         enable_progress_bar=False, enable_model_summary=False,
+                         enable_checkpointing=False)
+    trainer.fit(module, DataLoader(items, batch_size=4), DataLoader(items, batch_size=4))
+    assert math.isfinite(float(trainer.callback_metrics["val/loss"]))
