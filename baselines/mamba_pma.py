@@ -7,7 +7,7 @@ from torch_geometric.utils import to_dense_batch
 
 from mzattn.extras import require
 from mzlayers import PoolingHead
-from mzlayers._validate import parameter_dtype, resolve_layout
+from mzlayers.validate import parameter_dtype, resolve_layout
 
 
 class MambaPMA(torch.nn.Module):

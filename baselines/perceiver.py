@@ -4,7 +4,7 @@ from torch import Tensor
 from torch.nn import Linear, ModuleList, Parameter
 
 from mzlayers import MAB, SAB, PoolingHead
-from mzlayers._validate import parameter_dtype, resolve_layout
+from mzlayers.validate import parameter_dtype, resolve_layout
 
 
 class Perceiver(torch.nn.Module):

@@ -6,8 +6,8 @@ from torch.nn import Embedding, Linear, ModuleList
 from torch_geometric.nn import MLP
 
 from mzlayers import MZSAB, SAB, Zonotope, ZonotopeEmbedding
-from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.layout import SetLayout
+from mzlayers.validate import parameter_dtype, resolve_layout
 
 
 class PositionalEncoding(Embedding):

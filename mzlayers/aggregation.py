@@ -4,7 +4,9 @@ import torch
 from torch import Tensor
 from torch_geometric.nn.aggr import Aggregation
 
-from mzlayers._validate import (
+from mzlayers.layout import SetLayout
+from mzlayers.mz_set_transformer import MZSetTransformerEncoder
+from mzlayers.validate import (
     check_dim_size,
     check_shape,
     count_sets,
@@ -12,8 +14,6 @@ from mzlayers._validate import (
     parameter_dtype,
     read_host,
 )
-from mzlayers.layout import SetLayout
-from mzlayers.mz_set_transformer import MZSetTransformerEncoder
 from mzlayers.zonotope import Zonotope
 
 #: How to sort :obj:`index` inside a message-passing layer (the error hint).

@@ -5,10 +5,10 @@ import torch
 from torch import Tensor
 from torch.nn import LayerNorm, Linear, Parameter
 
-from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.feedforward import FeedForward
 from mzlayers.layout import SetLayout
 from mzlayers.multihead import MultiheadSetAttention
+from mzlayers.validate import parameter_dtype, resolve_layout
 
 
 def broadcast_queries(x: Tensor, query_layout: SetLayout | None,

@@ -71,7 +71,7 @@ class SetLayout:
             device (torch.device, optional): The device when :obj:`batch`
                 is :obj:`None`.
         """
-        from mzlayers._validate import count_sets
+        from mzlayers.validate import count_sets
         num_sets, counts = count_sets(batch, num_elements, num_sets)
         if batch is None:
             batch = torch.zeros(num_elements, dtype=torch.long, device=device)

@@ -4,9 +4,9 @@ import torch
 from torch import Tensor
 from torch.nn import Linear
 
-from mzlayers._validate import check_choice
 from mzlayers.attention import BACKENDS, set_attention
 from mzlayers.layout import SetLayout
+from mzlayers.validate import check_choice
 
 
 class MultiheadSetAttention(torch.nn.Module):

@@ -7,12 +7,12 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import LayerNorm, Linear, Parameter
 
-from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.blocks import broadcast_queries
 from mzlayers.checkpoint import check_rows, checkpoint_sets
 from mzlayers.feedforward import FeedForward
 from mzlayers.layout import SetLayout
 from mzlayers.mz_attention import MZMultiheadAttention
+from mzlayers.validate import parameter_dtype, resolve_layout
 from mzlayers.zonotope import Zonotope
 
 ZonotopeLike = Zonotope | Tensor

@@ -5,10 +5,10 @@ from torch import Tensor
 from torch.nn import ModuleList
 from torch_geometric.nn import MLP
 
-from mzlayers._validate import check_choice, parameter_dtype, resolve_layout
 from mzlayers.embedding import ZonotopeEmbedding
 from mzlayers.layout import SetLayout
 from mzlayers.mz_blocks import MZISAB, MZPMA, MZSAB
+from mzlayers.validate import check_choice, parameter_dtype, resolve_layout
 from mzlayers.zonotope import Zonotope
 
 READOUTS = ('ihw', 'signed')

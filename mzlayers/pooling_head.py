@@ -6,9 +6,9 @@ from torch import Tensor
 from torch.nn import ModuleList
 from torch_geometric.nn import MLP
 
-from mzlayers._validate import check_choice
 from mzlayers.blocks import PMA, SAB
 from mzlayers.layout import SetLayout
+from mzlayers.validate import check_choice
 
 POOLINGS = ('pma', 'mean')
 

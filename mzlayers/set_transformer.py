@@ -4,9 +4,9 @@ import torch
 from torch import Tensor
 from torch.nn import Linear, ModuleList
 
-from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.blocks import ISAB
 from mzlayers.pooling_head import PoolingHead
+from mzlayers.validate import parameter_dtype, resolve_layout
 
 
 class SetTransformer(torch.nn.Module):

@@ -4,8 +4,8 @@ from torch import Tensor
 from torch.nn import Linear
 from torch_geometric.utils import softmax
 
-from mzlayers._validate import check_choice
 from mzlayers.layout import SetLayout
+from mzlayers.validate import check_choice
 
 SUMMARIES = ('mean', 'moment', 'attention')
 

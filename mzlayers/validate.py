@@ -1,4 +1,12 @@
-r"""Input guards shared by every public layer.
+r"""Input guards shared by every public layer, and by layers built on top of
+:mod:`mzlayers` (the baselines of :mod:`mzattn.baselines` use them).
+
+A model's :obj:`forward` starts with :func:`resolve_layout`, which validates
+:obj:`(x, batch, dim_size)` and returns the batch's
+:class:`~mzlayers.layout.SetLayout`::
+
+    layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                            dtype=parameter_dtype(self))
 
 Layers validate their inputs once, at the public entry point (a model's or
 a block's :obj:`forward` called with a :obj:`batch` vector), and raise an
@@ -11,6 +19,20 @@ single read, :func:`read_host`: one host synchronisation per forward.
 
 import torch
 from torch import Tensor
+
+__all__ = [
+    'MAX_DIM_SIZE',
+    'read_host',
+    'check_features',
+    'check_shape',
+    'check_batch',
+    'check_dim_size',
+    'count_sets',
+    'check_choice',
+    'resolve_layout',
+    'in_autocast',
+    'parameter_dtype',
+]
 
 #: Largest accepted :obj:`dim_size` (indices are built in int32 where they fit).
 MAX_DIM_SIZE = 2**31 - 1
