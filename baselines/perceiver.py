@@ -72,8 +72,8 @@ class Perceiver(torch.nn.Module):
         self.latent_blocks = ModuleList([
             ModuleList([SAB(channels, **args) for _ in range(num_latent_blocks)])
             for _ in range(num_cross_blocks)])
-        self.head = PoolingHead(channels, out_channels, num_seed_points,
-                                num_decoder_blocks, **args)
+        self.head = PoolingHead(channels, out_channels, num_seed_points=num_seed_points,
+                                num_decoder_blocks=num_decoder_blocks, **args)
         self.reset_parameters()
 
     def reset_parameters(self):

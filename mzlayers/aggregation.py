@@ -83,6 +83,9 @@ class MZSetTransformerAggregation(Aggregation):
             storing it (see :class:`~mzlayers.mz_blocks.MZMAB`).
             (default: :obj:`None`)
 
+    The arguments shared with PyG's class keep its positions; ours (from
+    :obj:`num_generators` on) are keyword-only.
+
     Shapes:
         - **input:** :obj:`x` :obj:`[N, channels]` (or a
           :class:`~mzlayers.zonotope.Zonotope` with :obj:`n_g` generators),
@@ -103,6 +106,7 @@ class MZSetTransformerAggregation(Aggregation):
         concat: bool = True,
         layer_norm: bool = False,
         dropout: float = 0.0,
+        *,
         num_generators: int = 8,
         num_matrix_generators: int = 4,
         num_induced_points: int | None = None,
