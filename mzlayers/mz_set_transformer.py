@@ -11,7 +11,7 @@ from mzlayers.embedding import ZonotopeEmbedding
 from mzlayers.layout import SetLayout
 from mzlayers.mz_attention import MZMultiheadAttention
 from mzlayers.mz_blocks import MZISAB, MZPMA, MZSAB
-from mzlayers.validate import check_choice, parameter_dtype, resolve_layout
+from mzlayers.validate import check_choice, parameter_dtype, resolve_layout, resolve_padded
 from mzlayers.zonotope import Zonotope
 
 READOUTS = ('ihw', 'signed')
@@ -162,7 +162,10 @@ class MZSetTransformer(torch.nn.Module):
     Options after :obj:`out_channels` are keyword-only.
 
     Shapes:
-        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
+          or, the static-shape path, a padded :obj:`x` :obj:`[B, n, in_channels]`
+          with :obj:`mask` :obj:`[B, n]` (:func:`~mzlayers.static.bucket_batch`;
+          shapes are checked, values are not read)
         - **output:** :obj:`(pred [B, out_channels], ihw [B, k * d])`
     """
     def __init__(
@@ -212,10 +215,14 @@ class MZSetTransformer(torch.nn.Module):
         self.encoder.reset_parameters()
         self.head.reset_parameters()
 
-    def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None) -> tuple[Tensor, Tensor]:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels,
-                                dtype=parameter_dtype(self))
+    def forward(self, x: Tensor, batch: Tensor | None = None, dim_size: int | None = None,
+                *, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        if mask is None:
+            layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                                    dtype=parameter_dtype(self))
+        else:  # the static-shape path (mzlayers.static.bucket_batch)
+            x, layout = resolve_padded(x, mask, batch, dim_size, self.in_channels,
+                                       parameter_dtype(self))
         z = self.encoder(x, layout)
         B = layout.num_sets
         width = self.encoder.num_seed_points * self.channels  # [B * k, d] -> [B, k * d]

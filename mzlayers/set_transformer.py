@@ -7,7 +7,7 @@ from torch.nn import Linear, ModuleList
 from mzlayers.blocks import ISAB, AttentionFactory
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.pooling_head import PoolingHead
-from mzlayers.validate import parameter_dtype, resolve_layout
+from mzlayers.validate import parameter_dtype, resolve_layout, resolve_padded
 
 
 class SetTransformer(torch.nn.Module):
@@ -56,7 +56,10 @@ class SetTransformer(torch.nn.Module):
     Options after :obj:`out_channels` are keyword-only.
 
     Shapes:
-        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
+          or, the static-shape path, a padded :obj:`x` :obj:`[B, n, in_channels]`
+          with :obj:`mask` :obj:`[B, n]` (:func:`~mzlayers.static.bucket_batch`;
+          shapes are checked, values are not read)
         - **output:** :obj:`[B, out_channels]`
     """
     def __init__(
@@ -104,9 +107,13 @@ class SetTransformer(torch.nn.Module):
         self.head.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels,
-                                dtype=parameter_dtype(self))
+                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+        if mask is None:
+            layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                                    dtype=parameter_dtype(self))
+        else:  # the static-shape path (mzlayers.static.bucket_batch)
+            x, layout = resolve_padded(x, mask, batch, dim_size, self.in_channels,
+                                       parameter_dtype(self))
         h = self.lin_in(x)
         for encoder in self.encoders:
             h = encoder(h, layout=layout)

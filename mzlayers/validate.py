@@ -30,6 +30,7 @@ __all__ = [
     'count_sets',
     'check_choice',
     'resolve_layout',
+    'resolve_padded',
     'in_autocast',
     'parameter_dtype',
 ]
@@ -195,6 +196,41 @@ def resolve_layout(x, batch: Tensor | None, dim_size: int | None,
     if batch is None:
         batch = torch.zeros(num_elements, dtype=torch.long, device=tensors[0].device)
     return SetLayout(batch.long(), num_sets, counts)
+
+
+def resolve_padded(x: Tensor, mask: Tensor, batch: Tensor | None, dim_size: int | None,
+                   channels: int, dtype: torch.dtype | None = None):
+    r"""Checks a padded batch (the static-shape path of
+    :func:`~mzlayers.static.bucket_batch`) on the host only, shapes and
+    dtypes (no device read, so :func:`torch.compile` traces it without a
+    graph break), and returns :obj:`x` flattened to :obj:`[B * n, channels]`
+    with its padded :class:`~mzlayers.layout.SetLayout`.
+
+    Args:
+        x (torch.Tensor): :obj:`[B, n, channels]`.
+        mask (torch.Tensor): Boolean :obj:`[B, n]`, :obj:`True` = real element.
+        batch (torch.Tensor, optional): Must be :obj:`None` (the sets are
+            the rows of :obj:`x`).
+        dim_size (int, optional): :obj:`None` or :obj:`B`.
+    """
+    from mzlayers.layout import SetLayout
+    if batch is not None:
+        raise ValueError("'batch' must be None when 'mask' is given (a padded batch "
+                         "x [B, n, F] holds set b in x[b])")
+    if not torch.is_tensor(x) or x.dim() != 3:
+        shape = tuple(x.shape) if torch.is_tensor(x) else type(x).__name__
+        raise ValueError(f"'x' must be a padded batch [B, n, {channels}] when 'mask' is "
+                         f"given (got {shape})")
+    if not torch.is_tensor(mask) or mask.dtype != torch.bool or mask.shape != x.shape[:2]:
+        shape = tuple(mask.shape) if torch.is_tensor(mask) else type(mask).__name__
+        raise ValueError(f"'mask' must be a boolean tensor of shape {tuple(x.shape[:2])} "
+                         f"(got {shape})")
+    if dim_size is not None and dim_size != x.size(0):
+        raise ValueError(f"'dim_size' ({dim_size}) must be None or the number of padded "
+                         f"sets ({x.size(0)})")
+    flat = x.reshape(-1, x.size(-1))
+    check_shape(flat, channels, dtype=None if in_autocast(flat) else dtype)
+    return flat, SetLayout.padded(mask)
 
 
 def in_autocast(x: Tensor) -> bool:
