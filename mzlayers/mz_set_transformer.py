@@ -11,7 +11,7 @@ from mzlayers.embedding import ZonotopeEmbedding
 from mzlayers.layout import SetLayout
 from mzlayers.mz_attention import MZMultiheadAttention
 from mzlayers.mz_blocks import MZISAB, MZPMA, MZSAB
-from mzlayers.validate import check_choice, parameter_dtype, resolve_layout, resolve_padded
+from mzlayers.validate import check_choice, parameter_dtype, resolve_input
 from mzlayers.zonotope import Zonotope
 
 READOUTS = ('ihw', 'signed')
@@ -217,12 +217,8 @@ class MZSetTransformer(torch.nn.Module):
 
     def forward(self, x: Tensor, batch: Tensor | None = None, dim_size: int | None = None,
                 *, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        if mask is None:
-            layout = resolve_layout(x, batch, dim_size, self.in_channels,
-                                    dtype=parameter_dtype(self))
-        else:  # the static-shape path (mzlayers.static.bucket_batch)
-            x, layout = resolve_padded(x, mask, batch, dim_size, self.in_channels,
-                                       parameter_dtype(self))
+        x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
+                                  dtype=parameter_dtype(self))
         z = self.encoder(x, layout)
         B = layout.num_sets
         width = self.encoder.num_seed_points * self.channels  # [B * k, d] -> [B, k * d]

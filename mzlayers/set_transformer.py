@@ -7,7 +7,7 @@ from torch.nn import Linear, ModuleList
 from mzlayers.blocks import ISAB, AttentionFactory
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.pooling_head import PoolingHead
-from mzlayers.validate import parameter_dtype, resolve_layout, resolve_padded
+from mzlayers.validate import parameter_dtype, resolve_input
 
 
 class SetTransformer(torch.nn.Module):
@@ -108,12 +108,8 @@ class SetTransformer(torch.nn.Module):
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
                 dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
-        if mask is None:
-            layout = resolve_layout(x, batch, dim_size, self.in_channels,
-                                    dtype=parameter_dtype(self))
-        else:  # the static-shape path (mzlayers.static.bucket_batch)
-            x, layout = resolve_padded(x, mask, batch, dim_size, self.in_channels,
-                                       parameter_dtype(self))
+        x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
+                                  dtype=parameter_dtype(self))
         h = self.lin_in(x)
         for encoder in self.encoders:
             h = encoder(h, layout=layout)

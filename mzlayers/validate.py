@@ -30,7 +30,7 @@ __all__ = [
     'count_sets',
     'check_choice',
     'resolve_layout',
-    'resolve_padded',
+    'resolve_input',
     'in_autocast',
     'parameter_dtype',
 ]
@@ -198,22 +198,30 @@ def resolve_layout(x, batch: Tensor | None, dim_size: int | None,
     return SetLayout(batch.long(), num_sets, counts)
 
 
-def resolve_padded(x: Tensor, mask: Tensor, batch: Tensor | None, dim_size: int | None,
-                   channels: int, dtype: torch.dtype | None = None):
-    r"""Checks a padded batch (the static-shape path of
-    :func:`~mzlayers.static.bucket_batch`) on the host only, shapes and
-    dtypes (no device read, so :func:`torch.compile` traces it without a
-    graph break), and returns :obj:`x` flattened to :obj:`[B * n, channels]`
-    with its padded :class:`~mzlayers.layout.SetLayout`.
+def resolve_input(x: Tensor, batch: Tensor | None, dim_size: int | None, channels: int,
+                  *, mask: Tensor | None = None, dtype: torch.dtype | None = None):
+    r"""A model's input: a ragged batch (:func:`resolve_layout`) or, with
+    :obj:`mask`, a padded one (the static-shape path of
+    :func:`~mzlayers.static.bucket_batch`), checked on the host only,
+    shapes and dtypes: no device read, so :func:`torch.compile` traces it
+    without a graph break.  Returns :obj:`x` as flat rows and its
+    :class:`~mzlayers.layout.SetLayout`.
 
     Args:
-        x (torch.Tensor): :obj:`[B, n, channels]`.
-        mask (torch.Tensor): Boolean :obj:`[B, n]`, :obj:`True` = real element.
-        batch (torch.Tensor, optional): Must be :obj:`None` (the sets are
-            the rows of :obj:`x`).
-        dim_size (int, optional): :obj:`None` or :obj:`B`.
+        x (torch.Tensor): :obj:`[N, channels]`, or :obj:`[B, n, channels]`
+            with :obj:`mask` (returned as :obj:`[B * n, channels]`).
+        batch (torch.Tensor, optional): Set index :obj:`[N]`; must be
+            :obj:`None` with :obj:`mask`.
+        dim_size (int, optional): The number of sets; :obj:`None` or
+            :obj:`B` with :obj:`mask`.
+        channels (int): The expected feature size.
+        mask (torch.Tensor, optional): Boolean :obj:`[B, n]`, :obj:`True` =
+            real element. (default: :obj:`None`)
+        dtype (torch.dtype, optional): The model's parameter dtype.
     """
     from mzlayers.layout import SetLayout
+    if mask is None:
+        return x, resolve_layout(x, batch, dim_size, channels, dtype=dtype)
     if batch is not None:
         raise ValueError("'batch' must be None when 'mask' is given (a padded batch "
                          "x [B, n, F] holds set b in x[b])")
