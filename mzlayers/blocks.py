@@ -19,6 +19,12 @@ from mzlayers.validate import parameter_dtype, resolve_layout
 AttentionFactory = Callable[..., torch.nn.Module]
 
 
+def attention_repr(attn: torch.nn.Module, default: type) -> str:
+    r"""The :obj:`attention=` part of a block's :obj:`repr`, empty for the
+    default attention class."""
+    return '' if type(attn) is default else f', attention={type(attn).__name__}'
+
+
 def broadcast_queries(x: Tensor, query_layout: SetLayout | None,
                       key_layout: SetLayout) -> Tensor:
     r"""Learned queries :obj:`[M, *]` repeated for every set :obj:`[B * M, *]`
@@ -104,7 +110,8 @@ class MAB(torch.nn.Module):
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.channels}, heads={self.heads}, '
                 f'ff_channels={self.ff_channels}, layer_norm={self.layer_norm}, '
-                f'dropout={self.dropout}, backend={self.backend})')
+                f'dropout={self.dropout}, backend={self.backend}'
+                f'{attention_repr(self.attn, MultiheadSetAttention)})')
 
 
 class SAB(MAB):

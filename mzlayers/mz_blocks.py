@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import LayerNorm, Linear, Parameter
 
-from mzlayers.blocks import broadcast_queries
+from mzlayers.blocks import attention_repr, broadcast_queries
 from mzlayers.checkpoint import check_rows, checkpoint_sets
 from mzlayers.feedforward import FeedForward
 from mzlayers.layout import SetLayout
@@ -221,7 +221,8 @@ class MZMAB(torch.nn.Module):
                 f'num_generators={self.num_generators}, '
                 f'num_matrix_generators={self.num_matrix_generators}, '
                 f'ff_channels={self.ff_channels}, backend={self.backend}'
-                f'{_checkpoint_repr(self.checkpoint_rows)})')
+                f'{_checkpoint_repr(self.checkpoint_rows)}'
+                f'{attention_repr(self.attn, MZMultiheadAttention)})')
 
 
 def _checkpoint_repr(rows: int | None) -> str:

@@ -54,6 +54,8 @@ def test_film_model_builds_only_the_induced_attentions():
     assert len(swapped) == 2
     assert all(isinstance(isab.mab1.attn, FiLMSetAttention) for isab in model.encoders)
     assert not isinstance(model.head.pma.mab.attn, FiLMSetAttention)
+    assert repr(model.encoders[0].mab1).endswith(', attention=FiLMSetAttention)')
+    assert 'attention=' not in repr(model.encoders[0].mab2)
 
 
 @pytest.mark.parametrize('rank', [8, 16, 32, 64])
@@ -127,6 +129,7 @@ def test_genqk_adds_ihw_to_the_scores():
     assert torch.allclose(out.generators, ref.generators, atol=1e-12)
     model = MZGenQKSetTransformer(8, 1)
     assert sum(isinstance(m, GenQKAttention) for m in model.modules()) == 6
+    assert repr(model.encoder.pma.mab).endswith(', attention=GenQKAttention)')
 
 
 def test_value_path_models_keep_the_standard_scores():
