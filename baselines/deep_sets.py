@@ -3,7 +3,7 @@ import torch
 from torch import Tensor
 from torch_geometric.nn import MLP
 
-from mzlayers._validate import check_choice, parameter_dtype, resolve_layout
+from mzlayers.validate import check_choice, parameter_dtype, resolve_layout
 
 AGGREGATIONS = ('sum', 'mean')
 

@@ -9,8 +9,8 @@ from torch.nn import Linear, ModuleList, Parameter
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import degree
 
-from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.layout import SetLayout
+from mzlayers.validate import parameter_dtype, resolve_layout
 
 #: Xavier gain of :math:`\phi_x`, as in the official EGNN code: coordinate
 #: updates start tiny so the geometry is not scrambled before

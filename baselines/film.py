@@ -1,14 +1,13 @@
 r"""The FiLM-conditioned Set Transformer baseline (ST + FiLM, Table 2)."""
 import torch
-from mzattn.baselines._swap import ValuePathAttention, induced_mabs, swap_attention
 from torch import Tensor
 from torch.nn import Linear
 
-from mzlayers import SetTransformer
+from mzlayers import MultiheadSetAttention, SetTransformer
 from mzlayers.layout import SetLayout
 
 
-class FiLMSetAttention(ValuePathAttention):
+class FiLMSetAttention(MultiheadSetAttention):
     r"""Multi-head set attention whose values are modulated by FiLM
     (Perez et al., 2018) from the mean :math:`\mu` of the key set:
 
@@ -22,7 +21,9 @@ class FiLMSetAttention(ValuePathAttention):
     :math:`\mathrm{diag}(\boldsymbol{\gamma}(\mu)) \mathbf{W}_V`, the
     restriction that Sec. 5 / Task F contrast with the matrix zonotope.
     :math:`\boldsymbol{\gamma}` is parameterised around 1 so that with
-    :math:`\mathbf{W}_F = 0` the layer is standard attention.
+    :math:`\mathbf{W}_F = 0` the layer is standard attention.  Scores and
+    kernel are :class:`~mzlayers.MultiheadSetAttention`'s; only
+    :meth:`values` differs.
 
     Args:
         channels (int): Model width :math:`d`.
@@ -68,7 +69,7 @@ class FiLMSetTransformer(SetTransformer):
     :class:`~mzlayers.SetTransformer` in which the first MAB of every ISAB
     (inducing points attending to the set elements) uses
     :class:`FiLMSetAttention`, conditioned on the mean of the block's input
-    set.
+    set: :obj:`SetTransformer(..., induced_attention=FiLMSetAttention)`.
 
     The paper gives only the parameter count (225K, Table 2).  It is
     met by one FiLM generator :math:`\mathbf{W}_F \in \mathbb{R}^{2d \times d}`
@@ -78,14 +79,14 @@ class FiLMSetTransformer(SetTransformer):
     Args:
         in_channels (int): Input feature size.
         out_channels (int): Prediction size.
-        **kwargs (optional): Further arguments of
-            :class:`~mzlayers.SetTransformer`.
+        **kwargs (optional): Further keyword arguments of
+            :class:`~mzlayers.SetTransformer` (all but
+            :obj:`induced_attention`).
 
     Shapes:
         - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
         - **output:** :obj:`[B, out_channels]`
     """
     def __init__(self, in_channels: int, out_channels: int, **kwargs):
-        super().__init__(in_channels, out_channels, **kwargs)
-        swap_attention(induced_mabs(self), lambda old: FiLMSetAttention(
-            old.channels, old.heads, old.dropout, old.backend))
+        super().__init__(in_channels, out_channels, induced_attention=FiLMSetAttention,
+                         **kwargs)

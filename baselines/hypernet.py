@@ -1,11 +1,12 @@
 r"""The HyperNet baseline: a low-rank input-dependent value update
 (Tables 2, 3, 5, 11)."""
+from functools import partial
+
 import torch
-from mzattn.baselines._swap import ValuePathAttention, encoder_mabs, swap_attention
 from torch import Tensor
 from torch.nn import Linear, Parameter
 
-from mzlayers import SetTransformer
+from mzlayers import MultiheadSetAttention, SetTransformer
 from mzlayers.layout import SetLayout
 
 #: Std of the hypernetwork's output layer at initialisation: as the MZ
@@ -14,7 +15,7 @@ from mzlayers.layout import SetLayout
 HYPER_INIT_STD = 0.02
 
 
-class HyperNetSetAttention(ValuePathAttention):
+class HyperNetSetAttention(MultiheadSetAttention):
     r"""Multi-head set attention with a hypernetwork value projection
     (Ha et al., 2017): a rank-:math:`r` update of :math:`\mathbf{W}_V`
     generated from the mean :math:`\mu` of the key set,
@@ -28,7 +29,8 @@ class HyperNetSetAttention(ValuePathAttention):
     acts on the full width :math:`d` (all heads), so :math:`r = 64` is the
     paper's "full key-rank" variant at :math:`d = 64` (D.1.5).  The update is
     applied as :math:`U(\mu) (V \mathbf{y}_j)`, never forming the
-    :math:`d \times d` matrix per set.
+    :math:`d \times d` matrix per set.  Scores and kernel are
+    :class:`~mzlayers.MultiheadSetAttention`'s; only :meth:`values` differs.
 
     Args:
         channels (int): Model width :math:`d`.
@@ -38,6 +40,8 @@ class HyperNetSetAttention(ValuePathAttention):
             (default: :obj:`0.`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
 
+    Options after :obj:`heads` are keyword-only.
+
     Shapes:
         - **input:** as :class:`~mzlayers.MultiheadSetAttention`
         - **output:** :obj:`[N_q, d]` or :obj:`[B * M, d]`
@@ -46,11 +50,12 @@ class HyperNetSetAttention(ValuePathAttention):
         self,
         channels: int,
         heads: int = 1,
+        *,
         rank: int = 8,
         dropout: float = 0.0,
         backend: str = 'auto',
     ):
-        super().__init__(channels, heads, dropout, backend)
+        super().__init__(channels, heads, dropout=dropout, backend=backend)
         if rank < 1:
             raise ValueError(f"'rank' must be positive (got {rank})")
         self.rank = rank
@@ -88,7 +93,9 @@ class HyperNetSetTransformer(SetTransformer):
     r"""The paper's HyperNet baseline: the standard
     :class:`~mzlayers.SetTransformer` whose four encoder attentions (both
     MABs of both ISABs) use :class:`HyperNetSetAttention`; PMA and the
-    decoder keep standard attention.
+    decoder keep standard attention:
+    :obj:`SetTransformer(..., encoder_attention=partial(HyperNetSetAttention,
+    rank=rank))`.
 
     The paper reports 360K (:math:`r=8`), 370K (:math:`r=16`), 359K
     (:math:`r=32`, all "parameter-matched") and 1.3M (:math:`r=64`, "full
@@ -102,18 +109,18 @@ class HyperNetSetTransformer(SetTransformer):
         out_channels (int): Prediction size.
         rank (int, optional): Rank :math:`r` of the value update.
             (default: :obj:`8`)
-        **kwargs (optional): Further arguments of
-            :class:`~mzlayers.SetTransformer`.
+        **kwargs (optional): Further keyword arguments of
+            :class:`~mzlayers.SetTransformer` (all but
+            :obj:`encoder_attention`).
 
     Shapes:
         - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
         - **output:** :obj:`[B, out_channels]`
     """
-    def __init__(self, in_channels: int, out_channels: int, rank: int = 8, **kwargs):
-        super().__init__(in_channels, out_channels, **kwargs)
+    def __init__(self, in_channels: int, out_channels: int, *, rank: int = 8, **kwargs):
+        super().__init__(in_channels, out_channels,
+                         encoder_attention=partial(HyperNetSetAttention, rank=rank), **kwargs)
         self.rank = rank
-        swap_attention(encoder_mabs(self), lambda old: HyperNetSetAttention(
-            old.channels, old.heads, rank, old.dropout, old.backend))
 
     def __repr__(self) -> str:
         return f'{super().__repr__()[:-1]}, rank={self.rank})'

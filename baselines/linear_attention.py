@@ -1,6 +1,5 @@
 r"""The linear-attention Set Transformer baseline (LA-ST, Tables 3, 23)."""
 import torch.nn.functional as F
-from mzattn.baselines._swap import all_mabs, swap_attention
 from torch import Tensor
 from torch_geometric.utils import scatter
 
@@ -65,21 +64,20 @@ class LinearSetAttention(MultiheadSetAttention):
 class LinearAttentionSetTransformer(SetTransformer):
     r"""The paper's LA-ST baseline: a :class:`~mzlayers.SetTransformer` in
     which every MAB (encoder, PMA and decoder) uses
-    :class:`LinearSetAttention`.  The registry uses the ST-Large widths
+    :class:`LinearSetAttention`:
+    :obj:`SetTransformer(..., attention=LinearSetAttention)`.  The registry uses the ST-Large widths
     (:math:`d = 80`, :math:`d_{ff} = 200`), the parameter-matched budget of
     Table 3 (359K); linear attention adds no parameters.
 
     Args:
         in_channels (int): Input feature size.
         out_channels (int): Prediction size.
-        **kwargs (optional): Further arguments of
-            :class:`~mzlayers.SetTransformer`.
+        **kwargs (optional): Further keyword arguments of
+            :class:`~mzlayers.SetTransformer` (all but :obj:`attention`).
 
     Shapes:
         - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
         - **output:** :obj:`[B, out_channels]`
     """
     def __init__(self, in_channels: int, out_channels: int, **kwargs):
-        super().__init__(in_channels, out_channels, **kwargs)
-        swap_attention(all_mabs(self), lambda old: LinearSetAttention(
-            old.channels, old.heads, old.dropout, old.backend))
+        super().__init__(in_channels, out_channels, attention=LinearSetAttention, **kwargs)

@@ -7,7 +7,7 @@ from torch_geometric.utils import to_dense_batch
 
 from mzattn.extras import require
 from mzlayers import PoolingHead
-from mzlayers._validate import parameter_dtype, resolve_layout
+from mzlayers.validate import parameter_dtype, resolve_layout
 
 
 class MambaPMA(torch.nn.Module):
@@ -69,9 +69,9 @@ class MambaPMA(torch.nn.Module):
         self.lin_in = Linear(in_channels, channels)
         mamba = require('mambapy.mamba', 'mamba', 'the mamba-pma baseline')
         self.mamba = mamba.Mamba(mamba.MambaConfig(d_model=channels, n_layers=num_layers))
-        self.head = PoolingHead(channels, out_channels, num_seed_points,
-                                num_decoder_blocks, heads=heads, ff_channels=ff_channels,
-                                dropout=dropout, backend=backend)
+        self.head = PoolingHead(channels, out_channels, num_seed_points=num_seed_points,
+                                num_decoder_blocks=num_decoder_blocks, heads=heads,
+                                ff_channels=ff_channels, dropout=dropout, backend=backend)
         self.reset_parameters()
 
     def reset_parameters(self):

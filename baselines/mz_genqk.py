@@ -1,11 +1,9 @@
 r"""MZ-GenQK (Table 10): MZ attention whose scores also see the generators."""
 import torch
-from mzattn.baselines._swap import all_mabs, swap_attention
 from torch import Tensor
 from torch.nn import Linear
 
 from mzlayers import MZMultiheadAttention, MZSetTransformer, Zonotope
-from mzlayers.layout import SetLayout
 
 
 class GenQKAttention(MZMultiheadAttention):
@@ -24,9 +22,10 @@ class GenQKAttention(MZMultiheadAttention):
     the value path is :class:`~mzlayers.MZMultiheadAttention`'s.  Two
     :math:`d \times d` projections (with bias) per attention layer give the
     paper's ":math:`\sim`\ 50K additional" parameters over MZ-Full's six
-    attention layers.  The IHW terms are computed in :meth:`forward` and
-    consumed by :meth:`attend` within the same call.  Arguments as in
-    :class:`~mzlayers.MZMultiheadAttention`.
+    attention layers.  The IHW terms enter through
+    :meth:`queries_keys`.  Arguments as in
+    :class:`~mzlayers.MZMultiheadAttention` (keyword-only after
+    :obj:`heads`).
 
     Shapes:
         - **input / output:** as :class:`~mzlayers.MZMultiheadAttention`
@@ -35,17 +34,18 @@ class GenQKAttention(MZMultiheadAttention):
         self,
         channels: int,
         heads: int = 1,
+        *,
         num_generators: int = 8,
         num_matrix_generators: int = 4,
         summary: str = 'mean',
         dropout: float = 0.0,
         backend: str = 'auto',
     ):
-        super().__init__(channels, heads, num_generators, num_matrix_generators,
-                         summary, dropout, backend)
+        super().__init__(channels, heads, num_generators=num_generators,
+                         num_matrix_generators=num_matrix_generators, summary=summary,
+                         dropout=dropout, backend=backend)
         self.lin_q_gen = Linear(channels, channels)
         self.lin_k_gen = Linear(channels, channels)
-        self._score_terms: tuple[Tensor, Tensor] | None = None
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -56,40 +56,31 @@ class GenQKAttention(MZMultiheadAttention):
             torch.nn.init.xavier_uniform_(lin.weight)
             torch.nn.init.zeros_(lin.bias)
 
-    def forward(self, x: Zonotope | Tensor, y: Zonotope | Tensor,
-                key_layout: SetLayout,
-                query_layout: SetLayout | None = None) -> Zonotope:
-        x, y = Zonotope.wrap(x, self.num_generators), Zonotope.wrap(y, self.num_generators)
-        self._score_terms = (self.split_heads(self.lin_q_gen(x.ihw())),
-                             self.split_heads(self.lin_k_gen(y.ihw())))
-        try:
-            return super().forward(x, y, key_layout, query_layout)
-        finally:
-            self._score_terms = None
-
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, key_layout: SetLayout,
-               query_layout: SetLayout | None) -> Tensor:
-        q_gen, k_gen = self._score_terms
-        return super().attend(q + q_gen, k + k_gen, v, key_layout, query_layout)
+    def queries_keys(self, x: Zonotope, y: Zonotope) -> tuple[Tensor, Tensor]:
+        r"""The centre queries and keys plus the projected IHW,
+        :math:`\mathbf{W}_Q \mathbf{c}_i + \mathbf{W}_q^{gen} \delta_i`
+        :obj:`[N_q, H, d_k]` and
+        :math:`\mathbf{W}_K \mathbf{c}_j + \mathbf{W}_k^{gen} \delta_j`
+        :obj:`[N, H, d_k]`."""
+        q, k = super().queries_keys(x, y)
+        return (q + self.split_heads(self.lin_q_gen(x.ihw())),
+                k + self.split_heads(self.lin_k_gen(y.ihw())))
 
 
 class MZGenQKSetTransformer(MZSetTransformer):
     r"""The MZ Set Transformer (MZ-Full configuration by default) with
-    :class:`GenQKAttention` in every MZ-MAB (Table 10, 415K).  Arguments as
-    in :class:`~mzlayers.MZSetTransformer`.
+    :class:`GenQKAttention` in every MZ-MAB (Table 10, 415K):
+    :obj:`MZSetTransformer(..., attention=GenQKAttention)`.
 
     Args:
         in_channels (int): Input feature size.
         out_channels (int): Prediction size.
-        **kwargs (optional): Further arguments of
-            :class:`~mzlayers.MZSetTransformer`.
+        **kwargs (optional): Further keyword arguments of
+            :class:`~mzlayers.MZSetTransformer` (all but :obj:`attention`).
 
     Shapes:
         - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
         - **output:** :obj:`(pred [B, out_channels], ihw [B, k * d])`
     """
     def __init__(self, in_channels: int, out_channels: int, **kwargs):
-        super().__init__(in_channels, out_channels, **kwargs)
-        swap_attention(all_mabs(self), lambda old: GenQKAttention(
-            old.channels, old.heads, old.num_generators, old.num_matrix_generators,
-            old.summary.kind, old.dropout, old.backend))
+        super().__init__(in_channels, out_channels, attention=GenQKAttention, **kwargs)

@@ -4,7 +4,7 @@ from torch import Tensor
 from torch.nn import Linear, ModuleList, Parameter
 
 from mzlayers import MAB, SAB, PoolingHead
-from mzlayers._validate import parameter_dtype, resolve_layout
+from mzlayers.validate import parameter_dtype, resolve_layout
 
 
 class Perceiver(torch.nn.Module):
@@ -72,8 +72,8 @@ class Perceiver(torch.nn.Module):
         self.latent_blocks = ModuleList([
             ModuleList([SAB(channels, **args) for _ in range(num_latent_blocks)])
             for _ in range(num_cross_blocks)])
-        self.head = PoolingHead(channels, out_channels, num_seed_points,
-                                num_decoder_blocks, **args)
+        self.head = PoolingHead(channels, out_channels, num_seed_points=num_seed_points,
+                                num_decoder_blocks=num_decoder_blocks, **args)
         self.reset_parameters()
 
     def reset_parameters(self):

@@ -6,8 +6,8 @@ from torch.nn import Embedding, Linear, ModuleList
 from torch_geometric.nn import MLP
 
 from mzlayers import MZSAB, SAB, Zonotope, ZonotopeEmbedding
-from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.layout import SetLayout
+from mzlayers.validate import parameter_dtype, resolve_layout
 
 
 class PositionalEncoding(Embedding):
@@ -85,7 +85,7 @@ class SequenceTransformer(torch.nn.Module):
         self.channels = channels
         self.lin_in = Linear(in_channels, channels)
         self.position = PositionalEncoding(max_length, channels)
-        self.layers = ModuleList([SAB(channels, heads, ff_channels, dropout=dropout,
+        self.layers = ModuleList([SAB(channels, heads, ff_channels=ff_channels, dropout=dropout,
                                       backend=backend) for _ in range(num_layers)])
         self.head = MLP([channels, channels, out_channels], norm=None)
         self.reset_parameters()
@@ -170,9 +170,10 @@ class MZSequenceTransformer(torch.nn.Module):
         self.embedding = ZonotopeEmbedding(in_channels, channels, num_generators)
         self.position = PositionalEncoding(max_length, channels)
         self.layers = ModuleList([
-            MZSAB(channels, heads, num_generators, num_matrix_generators, ff_channels,
-                  generator_ff_channels or ff_channels // 2, dropout=dropout,
-                  backend=backend) for _ in range(num_layers)])
+            MZSAB(channels, heads, num_generators=num_generators,
+                  num_matrix_generators=num_matrix_generators, ff_channels=ff_channels,
+                  generator_ff_channels=generator_ff_channels or ff_channels // 2,
+                  dropout=dropout, backend=backend) for _ in range(num_layers)])
         self.head = MLP([2 * channels, channels, out_channels], norm=None)
         self.reset_parameters()
 

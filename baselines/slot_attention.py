@@ -6,8 +6,8 @@ from torch_geometric.nn import MLP
 from torch_geometric.utils import scatter
 
 from mzlayers import FeedForward
-from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.layout import SetLayout
+from mzlayers.validate import parameter_dtype, resolve_layout
 
 #: Added to the attention weights before the per-slot normalisation over the
 #: inputs, as in the original code (keeps slots that win no input finite).

@@ -36,7 +36,7 @@ def make_block(name: str, channels: int) -> torch.nn.Module:
     4 heads, :math:`d_{ff} = 2d`; MZ: :math:`n_g = 8`, :math:`L = 4`;
     ``'mz-isab-recompute'`` with :obj:`checkpoint_rows=RECOMPUTE_ROWS`)."""
     if name == 'isab':
-        return ISAB(channels, 16, 4, 2 * channels)
+        return ISAB(channels, 16, 4, ff_channels=2 * channels)
     rows = RECOMPUTE_ROWS if name == 'mz-isab-recompute' else None
     return MZISAB(channels, 16, heads=4, ff_channels=2 * channels, checkpoint_rows=rows)
 

@@ -16,6 +16,7 @@ from mzlayers.mz_blocks import MZISAB, MZMAB, MZPMA, MZSAB, ZonotopeLayerNorm
 from mzlayers.mz_set_transformer import MZSetTransformer, MZSetTransformerEncoder
 from mzlayers.pooling_head import PoolingHead
 from mzlayers.set_transformer import SetTransformer
+from mzlayers.static import bucket_batch, bucket_size
 from mzlayers.summary import SetSummary
 from mzlayers.zonotope import Zonotope
 
@@ -48,4 +49,6 @@ __all__ = [
     'CONFIGS',
     'build_set_transformer',
     'count_parameters',
+    'bucket_batch',
+    'bucket_size',
 ]

@@ -4,7 +4,9 @@ import torch
 from torch import Tensor
 from torch_geometric.nn.aggr import Aggregation
 
-from mzlayers._validate import (
+from mzlayers.layout import SetLayout
+from mzlayers.mz_set_transformer import MZSetTransformerEncoder
+from mzlayers.validate import (
     check_dim_size,
     check_shape,
     count_sets,
@@ -12,8 +14,6 @@ from mzlayers._validate import (
     parameter_dtype,
     read_host,
 )
-from mzlayers.layout import SetLayout
-from mzlayers.mz_set_transformer import MZSetTransformerEncoder
 from mzlayers.zonotope import Zonotope
 
 #: How to sort :obj:`index` inside a message-passing layer (the error hint).
@@ -83,6 +83,9 @@ class MZSetTransformerAggregation(Aggregation):
             storing it (see :class:`~mzlayers.mz_blocks.MZMAB`).
             (default: :obj:`None`)
 
+    The arguments shared with PyG's class keep its positions; ours (from
+    :obj:`num_generators` on) are keyword-only.
+
     Shapes:
         - **input:** :obj:`x` :obj:`[N, channels]` (or a
           :class:`~mzlayers.zonotope.Zonotope` with :obj:`n_g` generators),
@@ -103,6 +106,7 @@ class MZSetTransformerAggregation(Aggregation):
         concat: bool = True,
         layer_norm: bool = False,
         dropout: float = 0.0,
+        *,
         num_generators: int = 8,
         num_matrix_generators: int = 4,
         num_induced_points: int | None = None,

@@ -36,7 +36,9 @@ Backends:
   :obj:`AUTO_ALONE_MIN_PAIRS` query-key pairs gets an unpadded bucket of its
   own.
 
-An empty set gives an exactly zero output and no NaN on every backend.
+An empty set gives an exactly zero output and no NaN on every backend.  A
+padded key layout (:meth:`SetLayout.padded`, the static-shape path) always
+runs the dense kernel, with its mask.
 """
 
 from torch import Tensor
@@ -91,6 +93,11 @@ def set_attention(
         torch.Tensor: :obj:`[B * M, H, d_v]` (set-major) for learned queries,
         :obj:`[N_q, H, d_v]` otherwise.
     """
+    if key_layout.mask is not None:  # padded layouts: only the dense kernel masks
+        if backend == 'segment':
+            raise ValueError("The 'segment' backend takes ragged batches only; a padded "
+                             "batch (bucket_batch, 'mask') needs backend 'auto' or 'dense'")
+        return dense_attention(q, k, v, key_layout, query_layout, dropout, None, None)
     if backend == 'segment' or (backend == 'auto' and _auto_segment(
             q, key_layout, query_layout)):
         return segment_attention(q, k, v, key_layout, query_layout, dropout,

@@ -1,14 +1,28 @@
 r"""The Set Transformer blocks MAB, SAB, ISAB and PMA (Lee et al., 2019) on
 flat PyG batches.  The baselines of :mod:`mzattn.baselines` reuse them."""
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 from torch.nn import LayerNorm, Linear, Parameter
 
-from mzlayers._validate import parameter_dtype, resolve_layout
 from mzlayers.feedforward import FeedForward
 from mzlayers.layout import SetLayout
 from mzlayers.multihead import MultiheadSetAttention
+from mzlayers.validate import parameter_dtype, resolve_layout
+
+#: A factory of attention modules: called as
+#: :obj:`attention(channels, heads=heads, dropout=dropout, backend=backend)`,
+#: e.g. :class:`~mzlayers.MultiheadSetAttention` or a subclass (with
+#: :func:`functools.partial` for its own options).
+AttentionFactory = Callable[..., torch.nn.Module]
+
+
+def attention_repr(attn: torch.nn.Module, default: type) -> str:
+    r"""The :obj:`attention=` part of a block's :obj:`repr`, empty for the
+    default attention class."""
+    return '' if type(attn) is default else f', attention={type(attn).__name__}'
 
 
 def broadcast_queries(x: Tensor, query_layout: SetLayout | None,
@@ -42,6 +56,14 @@ class MAB(torch.nn.Module):
             FFN. (default: :obj:`0.`)
         backend (str, optional): Attention kernel, ``'auto'``, ``'segment'``
             or ``'dense'``. (default: :obj:`'auto'`)
+        attention (callable, optional): Builds the block's attention,
+            :obj:`attention(channels, heads=heads, dropout=dropout,
+            backend=backend)`, a module with
+            :class:`~mzlayers.MultiheadSetAttention`'s :obj:`forward`; e.g.
+            :obj:`functools.partial(HyperNetSetAttention, rank=8)`.
+            (default: :class:`~mzlayers.MultiheadSetAttention`)
+
+    Options after :obj:`heads` are keyword-only.
 
     Shapes:
         - **input:** :obj:`x` queries :obj:`[N_q, d]` (set elements with
@@ -53,10 +75,12 @@ class MAB(torch.nn.Module):
         self,
         channels: int,
         heads: int = 1,
+        *,
         ff_channels: int | None = None,
         layer_norm: bool = True,
         dropout: float = 0.0,
         backend: str = 'auto',
+        attention: AttentionFactory = MultiheadSetAttention,
     ):
         super().__init__()
         self.channels = channels
@@ -65,7 +89,7 @@ class MAB(torch.nn.Module):
         self.layer_norm = layer_norm
         self.dropout = dropout
         self.backend = backend
-        self.attn = MultiheadSetAttention(channels, heads, dropout, backend)
+        self.attn = attention(channels, heads=heads, dropout=dropout, backend=backend)
         self.ffn = FeedForward(channels, self.ff_channels, dropout)
         self.norm1 = LayerNorm(channels) if layer_norm else torch.nn.Identity()
         self.norm2 = LayerNorm(channels) if layer_norm else torch.nn.Identity()
@@ -86,7 +110,8 @@ class MAB(torch.nn.Module):
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.channels}, heads={self.heads}, '
                 f'ff_channels={self.ff_channels}, layer_norm={self.layer_norm}, '
-                f'dropout={self.dropout}, backend={self.backend})')
+                f'dropout={self.dropout}, backend={self.backend}'
+                f'{attention_repr(self.attn, MultiheadSetAttention)})')
 
 
 class SAB(MAB):
@@ -122,6 +147,15 @@ class ISAB(torch.nn.Module):
         layer_norm (bool, optional): Apply layer norms. (default: :obj:`True`)
         dropout (float, optional): Dropout. (default: :obj:`0.`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        attention (callable, optional): Builds the attention of both MABs
+            (see :class:`MAB`).
+            (default: :class:`~mzlayers.MultiheadSetAttention`)
+        induced_attention (callable, optional): Builds the attention of the
+            first MAB only, :math:`\mathrm{MAB}(I, X)` (the inducing points
+            attending to the set); :obj:`None` = :obj:`attention`.
+            (default: :obj:`None`)
+
+    Options after :obj:`heads` are keyword-only.
 
     Shapes:
         - **input:** :obj:`x` :obj:`[N, d]`, :obj:`batch` :obj:`[N]`
@@ -132,10 +166,13 @@ class ISAB(torch.nn.Module):
         channels: int,
         num_induced_points: int,
         heads: int = 1,
+        *,
         ff_channels: int | None = None,
         layer_norm: bool = True,
         dropout: float = 0.0,
         backend: str = 'auto',
+        attention: AttentionFactory = MultiheadSetAttention,
+        induced_attention: AttentionFactory | None = None,
     ):
         super().__init__()
         self.channels = channels
@@ -143,8 +180,11 @@ class ISAB(torch.nn.Module):
         self.heads = heads
         self.backend = backend
         self.induced = Parameter(torch.empty(num_induced_points, channels))
-        self.mab1 = MAB(channels, heads, ff_channels, layer_norm, dropout, backend)
-        self.mab2 = MAB(channels, heads, ff_channels, layer_norm, dropout, backend)
+        args = dict(ff_channels=ff_channels, layer_norm=layer_norm, dropout=dropout,
+                    backend=backend)
+        induced_attention = attention if induced_attention is None else induced_attention
+        self.mab1 = MAB(channels, heads, attention=induced_attention, **args)
+        self.mab2 = MAB(channels, heads, attention=attention, **args)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -185,6 +225,10 @@ class PMA(torch.nn.Module):
         layer_norm (bool, optional): Apply layer norms. (default: :obj:`True`)
         dropout (float, optional): Dropout. (default: :obj:`0.`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        attention (callable, optional): Builds the MAB's attention (see
+            :class:`MAB`). (default: :class:`~mzlayers.MultiheadSetAttention`)
+
+    Options after :obj:`heads` are keyword-only.
 
     Shapes:
         - **input:** :obj:`x` :obj:`[N, d]`, :obj:`batch` :obj:`[N]`
@@ -195,10 +239,12 @@ class PMA(torch.nn.Module):
         channels: int,
         num_seed_points: int = 1,
         heads: int = 1,
+        *,
         ff_channels: int | None = None,
         layer_norm: bool = True,
         dropout: float = 0.0,
         backend: str = 'auto',
+        attention: AttentionFactory = MultiheadSetAttention,
     ):
         super().__init__()
         self.channels = channels
@@ -207,7 +253,8 @@ class PMA(torch.nn.Module):
         self.backend = backend
         self.seeds = Parameter(torch.empty(num_seed_points, channels))
         self.lin = Linear(channels, channels)
-        self.mab = MAB(channels, heads, ff_channels, layer_norm, dropout, backend)
+        self.mab = MAB(channels, heads, ff_channels=ff_channels, layer_norm=layer_norm,
+                       dropout=dropout, backend=backend, attention=attention)
         self.reset_parameters()
 
     def reset_parameters(self):

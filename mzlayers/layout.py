@@ -44,14 +44,26 @@ class SetLayout:
     r"""The layout of a batch of :obj:`num_sets` sets stored as one flat,
     sorted element tensor (PyG's :obj:`batch` convention).
 
+    A *padded* layout (:meth:`padded`) holds :obj:`B` sets of :obj:`n` rows
+    each, of which :obj:`mask` marks the real elements: its shapes depend on
+    :obj:`(B, n)` only, never on the set sizes, and building it reads
+    nothing from the device (the static-shape path of
+    :func:`~mzlayers.static.bucket_batch`).  Its :obj:`counts` are the
+    padded widths; statistics (:meth:`mean`, :meth:`sum`,
+    :attr:`nonempty`) and the ``'dense'`` attention kernel skip the padding.
+
     Args:
         batch (torch.Tensor): Sorted set index of every element, :obj:`[N]`.
         num_sets (int): Number of sets :obj:`B` (sets may be empty).
         counts (list[int]): Host copy of the number of elements per set.
+        mask (torch.Tensor, optional): :obj:`[N]`, :obj:`True` = real
+            element, for a padded layout; :obj:`None`: every row is an
+            element. (default: :obj:`None`)
     """
     batch: Tensor
     num_sets: int
     counts: list[int]
+    mask: Tensor | None = None
     _cache: dict[tuple, object] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -71,7 +83,7 @@ class SetLayout:
             device (torch.device, optional): The device when :obj:`batch`
                 is :obj:`None`.
         """
-        from mzlayers._validate import count_sets
+        from mzlayers.validate import count_sets
         num_sets, counts = count_sets(batch, num_elements, num_sets)
         if batch is None:
             batch = torch.zeros(num_elements, dtype=torch.long, device=device)
@@ -83,6 +95,16 @@ class SetLayout:
         (e.g. the :math:`k` pooled seeds of every set)."""
         batch = torch.arange(num_sets, device=device).repeat_interleave(size)
         return cls(batch, num_sets, [size] * num_sets)
+
+    @classmethod
+    def padded(cls, mask: Tensor) -> 'SetLayout':
+        r"""The layout of a padded batch :obj:`[B, n, *]` flattened to
+        :obj:`[B * n, *]`, with :obj:`mask` :obj:`[B, n]` (:obj:`True` = real
+        element, as :func:`~torch_geometric.utils.to_dense_batch` returns
+        it).  No device read."""
+        B, n = mask.shape
+        batch = torch.arange(B, device=mask.device).repeat_interleave(n)
+        return cls(batch, B, [n] * B, mask.reshape(B * n))
 
     @property
     def num_elements(self) -> int:
@@ -111,6 +133,8 @@ class SetLayout:
     @property
     def nonempty(self) -> Tensor:
         r"""Boolean :obj:`[B]`, :obj:`True` for sets with at least one element."""
+        if self.mask is not None:
+            return self.mask.view(self.num_sets, -1).any(-1)
         return self.count_tensor > 0
 
     def row_range(self, start: int, stop: int) -> tuple[int, int]:
@@ -124,7 +148,8 @@ class SetLayout:
         renumbered from 0 (its rows are :meth:`row_range`)."""
         def build():
             lo, hi = self.row_range(start, stop)
-            return SetLayout(self.batch[lo:hi] - start, stop - start, self.counts[start:stop])
+            return SetLayout(self.batch[lo:hi] - start, stop - start, self.counts[start:stop],
+                             None if self.mask is None else self.mask[lo:hi])
         return self.cached(('subset', start, stop), build)
 
     @property
@@ -155,10 +180,18 @@ class SetLayout:
     def mean(self, x: Tensor) -> Tensor:
         r"""Per-set mean of :obj:`x` :obj:`[N, *]` -> :obj:`[B, *]` (zero for
         an empty set)."""
+        if self.mask is not None:
+            count = self.mask.view(self.num_sets, -1).sum(-1).clamp(min=1)  # [B]
+            return self.sum(x) / count.view(-1, *([1] * (x.dim() - 1))).to(x.dtype)
         return scatter(x, self.batch, dim=0, dim_size=self.num_sets, reduce='mean')
 
     def sum(self, x: Tensor) -> Tensor:
-        r"""Per-set sum of :obj:`x` :obj:`[N, *]` -> :obj:`[B, *]`."""
+        r"""Per-set sum of :obj:`x` :obj:`[N, *]` -> :obj:`[B, *]` (real
+        elements only in a padded layout)."""
+        if self.mask is not None:
+            mask = self.mask.view(-1, *([1] * (x.dim() - 1)))
+            x = x.masked_fill(~mask, 0).view(self.num_sets, -1, *x.shape[1:])
+            return x.sum(1)  # [B, n, *] -> [B, *]
         return scatter(x, self.batch, dim=0, dim_size=self.num_sets, reduce='sum')
 
     def pair_counts(self, queries: Optional['SetLayout'], num_learned: int = 1) -> list[int]:

@@ -4,9 +4,9 @@ import torch
 from torch import Tensor
 from torch.nn import Linear
 
-from mzlayers._validate import check_choice
 from mzlayers.attention import BACKENDS, set_attention
 from mzlayers.layout import SetLayout
+from mzlayers.validate import check_choice
 
 
 class MultiheadSetAttention(torch.nn.Module):
@@ -21,6 +21,13 @@ class MultiheadSetAttention(torch.nn.Module):
     with the softmax restricted to each set.  It equals
     :class:`torch.nn.MultiheadAttention` with the same weights (biases
     included), without padding.
+
+    Variants change one step by overriding a method instead of
+    :meth:`forward`: :meth:`values` (the value map, e.g. FiLM or a
+    hypernetwork in :mod:`mzattn.baselines`) or :meth:`attend` (the kernel,
+    e.g. linear attention).  The blocks build their attention through a
+    factory argument (:obj:`attention=` of :class:`~mzlayers.MAB` and the
+    models), so a variant is constructed in place, never swapped in.
 
     Args:
         channels (int): Model width :math:`d` (divisible by :obj:`heads`).
@@ -67,6 +74,12 @@ class MultiheadSetAttention(torch.nn.Module):
         r""":obj:`[*, d]` -> :obj:`[*, H, d_k]`."""
         return x.view(*x.shape[:-1], self.heads, self.head_channels)
 
+    def values(self, y: Tensor, key_layout: SetLayout) -> Tensor:
+        r"""The values :math:`\mathbf{W}_V \mathbf{y}_j + \mathbf{b}_V`,
+        :obj:`[N, d]`, of the keys :obj:`y` :obj:`[N, d]` (the sets of
+        :obj:`key_layout`)."""
+        return self.lin_v(y)
+
     def attend(self, q: Tensor, k: Tensor, v: Tensor, key_layout: SetLayout,
                query_layout: SetLayout | None) -> Tensor:
         r"""Runs the configured kernel on projected, head-split tensors."""
@@ -77,7 +90,7 @@ class MultiheadSetAttention(torch.nn.Module):
                 query_layout: SetLayout | None = None) -> Tensor:
         q = self.split_heads(self.lin_q(x))
         k = self.split_heads(self.lin_k(y))
-        v = self.split_heads(self.lin_v(y))
+        v = self.split_heads(self.values(y, key_layout))
         out = self.attend(q, k, v, key_layout, query_layout)  # [*, H, d_k]
         return self.lin_o(out.flatten(-2))
 

@@ -42,6 +42,10 @@ class MZMultiheadAttention(MultiheadSetAttention):
     :math:`\mathbf{W}_{Q,K,V,O}`.  :math:`W_{\mathrm{mix}}` is per head
     (:obj:`[H, n_g, L]`).
 
+    Variants override :meth:`queries_keys` to change the scores (e.g.
+    MZ-GenQK in :mod:`mzattn.baselines` adds generator terms) and are built
+    by the blocks through their :obj:`attention=` factory argument.
+
     Args:
         channels (int): Model width :math:`d`.
         heads (int, optional): Number of heads :math:`H`. (default: :obj:`1`)
@@ -56,6 +60,8 @@ class MZMultiheadAttention(MultiheadSetAttention):
             (default: :obj:`0.`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
 
+    Options after :obj:`heads` are keyword-only.
+
     Shapes:
         - **input:** query zonotope :obj:`[N_q, ...]` (or :obj:`[M, ...]`
           learned queries), key/value zonotope :obj:`[N, ...]` with
@@ -67,6 +73,7 @@ class MZMultiheadAttention(MultiheadSetAttention):
         self,
         channels: int,
         heads: int = 1,
+        *,
         num_generators: int = 8,
         num_matrix_generators: int = 4,
         summary: str = 'mean',
@@ -101,13 +108,20 @@ class MZMultiheadAttention(MultiheadSetAttention):
         gamma = torch.tanh(self.lin_gate(mu))
         return gamma.view(-1, self.heads, self.num_matrix_generators)
 
+    def queries_keys(self, x: Zonotope, y: Zonotope) -> tuple[Tensor, Tensor]:
+        r"""The head-split queries :obj:`[N_q, H, d_k]` of the query
+        zonotopes :obj:`x` and keys :obj:`[N, H, d_k]` of the key zonotopes
+        :obj:`y` that the scores compare: projections of the centres only,
+        :math:`\mathbf{W}_Q \mathbf{c}_i` and :math:`\mathbf{W}_K \mathbf{c}_j`
+        (Eq. 3)."""
+        return self.split_heads(self.lin_q(x.center)), self.split_heads(self.lin_k(y.center))
+
     def forward(self, x: Zonotope | Tensor, y: Zonotope | Tensor,
                 key_layout: SetLayout,
                 query_layout: SetLayout | None = None) -> Zonotope:
         x, y = Zonotope.wrap(x, self.num_generators), Zonotope.wrap(y, self.num_generators)
         H, C, G = self.heads, self.head_channels, self.num_generators
-        q = self.split_heads(self.lin_q(x.center))
-        k = self.split_heads(self.lin_k(y.center))
+        q, k = self.queries_keys(x, y)
         v = y.linear_map(self.lin_v.weight, self.lin_v.bias)
         v_c = self.split_heads(v.center).unsqueeze(2)  # [N, H, 1, C]
         v_g = self.split_heads(v.generators).transpose(1, 2)  # [N, H, n_g, C]

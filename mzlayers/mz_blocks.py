@@ -2,17 +2,19 @@ r"""The MZ set blocks MZ-MAB, MZ-SAB, MZ-ISAB and MZ-PMA (Sec. 2.4 of the
 MZAttn paper): the Set Transformer blocks of :mod:`mzlayers.blocks` with
 zonotope tokens and :class:`~mzlayers.mz_attention.MZMultiheadAttention`."""
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import LayerNorm, Linear, Parameter
 
-from mzlayers._validate import parameter_dtype, resolve_layout
-from mzlayers.blocks import broadcast_queries
+from mzlayers.blocks import attention_repr, broadcast_queries
 from mzlayers.checkpoint import check_rows, checkpoint_sets
 from mzlayers.feedforward import FeedForward
 from mzlayers.layout import SetLayout
 from mzlayers.mz_attention import MZMultiheadAttention
+from mzlayers.validate import parameter_dtype, resolve_layout
 from mzlayers.zonotope import Zonotope
 
 ZonotopeLike = Zonotope | Tensor
@@ -129,6 +131,15 @@ class MZMAB(torch.nn.Module):
             training memory for a second forward.  Forward hooks of the
             attention fire once per chunk, and again in backward.
             (default: :obj:`None`)
+        attention (callable, optional): Builds the block's attention,
+            called with keyword arguments :obj:`attention(channels,
+            heads=..., num_generators=..., num_matrix_generators=...,
+            summary=..., dropout=..., backend=...)`; a module with
+            :class:`~mzlayers.MZMultiheadAttention`'s :obj:`forward`, e.g.
+            :class:`~mzattn.baselines.GenQKAttention`.
+            (default: :class:`~mzlayers.MZMultiheadAttention`)
+
+    Options after :obj:`heads` are keyword-only.
 
     Shapes:
         - **input:** :obj:`x` queries (:obj:`[N_q, *]` with
@@ -140,6 +151,7 @@ class MZMAB(torch.nn.Module):
         self,
         channels: int,
         heads: int = 1,
+        *,
         num_generators: int = 8,
         num_matrix_generators: int = 4,
         ff_channels: int | None = None,
@@ -149,6 +161,7 @@ class MZMAB(torch.nn.Module):
         summary: str = 'mean',
         backend: str = 'auto',
         checkpoint_rows: int | None = None,
+        attention: Callable[..., torch.nn.Module] = MZMultiheadAttention,
     ):
         super().__init__()
         check_rows('checkpoint_rows', checkpoint_rows)
@@ -161,8 +174,9 @@ class MZMAB(torch.nn.Module):
         self.dropout = dropout
         self.backend = backend
         self.checkpoint_rows = checkpoint_rows
-        self.attn = MZMultiheadAttention(channels, heads, num_generators,
-                                         num_matrix_generators, summary, dropout, backend)
+        self.attn = attention(channels, heads=heads, num_generators=num_generators,
+                              num_matrix_generators=num_matrix_generators,
+                              summary=summary, dropout=dropout, backend=backend)
         self.ffn = ZonotopeFeedForward(channels, self.ff_channels,
                                        generator_ff_channels, dropout)
         self.norm1 = ZonotopeLayerNorm(channels) if layer_norm else torch.nn.Identity()
@@ -207,7 +221,8 @@ class MZMAB(torch.nn.Module):
                 f'num_generators={self.num_generators}, '
                 f'num_matrix_generators={self.num_matrix_generators}, '
                 f'ff_channels={self.ff_channels}, backend={self.backend}'
-                f'{_checkpoint_repr(self.checkpoint_rows)})')
+                f'{_checkpoint_repr(self.checkpoint_rows)}'
+                f'{attention_repr(self.attn, MZMultiheadAttention)})')
 
 
 def _checkpoint_repr(rows: int | None) -> str:

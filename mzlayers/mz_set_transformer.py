@@ -1,14 +1,17 @@
 r"""The MZ Set Transformer (Sec. 2.4 of the MZAttn paper)."""
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 from torch.nn import ModuleList
 from torch_geometric.nn import MLP
 
-from mzlayers._validate import check_choice, parameter_dtype, resolve_layout
 from mzlayers.embedding import ZonotopeEmbedding
 from mzlayers.layout import SetLayout
+from mzlayers.mz_attention import MZMultiheadAttention
 from mzlayers.mz_blocks import MZISAB, MZPMA, MZSAB
+from mzlayers.validate import check_choice, parameter_dtype, resolve_input
 from mzlayers.zonotope import Zonotope
 
 READOUTS = ('ihw', 'signed')
@@ -60,6 +63,7 @@ class MZSetTransformerEncoder(torch.nn.Module):
         summary: str = 'mean',
         backend: str = 'auto',
         checkpoint_rows: int | None = None,
+        attention: Callable[..., torch.nn.Module] = MZMultiheadAttention,
         embed: bool = True,
     ):
         super().__init__()
@@ -71,7 +75,8 @@ class MZSetTransformerEncoder(torch.nn.Module):
                     num_matrix_generators=num_matrix_generators,
                     ff_channels=ff_channels, generator_ff_channels=generator_ff_channels,
                     layer_norm=layer_norm, dropout=dropout,
-                    summary=summary, backend=backend, checkpoint_rows=checkpoint_rows)
+                    summary=summary, backend=backend, checkpoint_rows=checkpoint_rows,
+                    attention=attention)
         self.embedding = ZonotopeEmbedding(in_channels, channels, num_generators) \
             if embed else None
         self.encoders = ModuleList([
@@ -149,15 +154,25 @@ class MZSetTransformer(torch.nn.Module):
             MZ block in backward, in chunks of this many rows, instead of
             storing it (see :class:`~mzlayers.mz_blocks.MZMAB`).
             (default: :obj:`None`)
+        attention (callable, optional): Builds the attention of every MZ-MAB
+            (see :class:`~mzlayers.mz_blocks.MZMAB`), e.g.
+            :class:`~mzattn.baselines.GenQKAttention` for MZ-GenQK.
+            (default: :class:`~mzlayers.MZMultiheadAttention`)
+
+    Options after :obj:`out_channels` are keyword-only.
 
     Shapes:
-        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
+          or, the static-shape path, a padded :obj:`x` :obj:`[B, n, in_channels]`
+          with :obj:`mask` :obj:`[B, n]` (:func:`~mzlayers.static.bucket_batch`;
+          shapes are checked, values are not read)
         - **output:** :obj:`(pred [B, out_channels], ihw [B, k * d])`
     """
     def __init__(
         self,
         in_channels: int,
         out_channels: int,
+        *,
         channels: int = 64,
         heads: int = 4,
         num_generators: int = 8,
@@ -174,6 +189,7 @@ class MZSetTransformer(torch.nn.Module):
         summary: str = 'mean',
         backend: str = 'auto',
         checkpoint_rows: int | None = None,
+        attention: Callable[..., torch.nn.Module] = MZMultiheadAttention,
     ):
         super().__init__()
         check_choice('readout', readout, READOUTS)
@@ -190,7 +206,7 @@ class MZSetTransformer(torch.nn.Module):
             num_induced_points=num_induced_points, num_encoder_blocks=num_encoder_blocks,
             num_seed_points=num_seed_points, num_decoder_blocks=num_decoder_blocks,
             layer_norm=layer_norm, dropout=dropout, summary=summary, backend=backend,
-            checkpoint_rows=checkpoint_rows)
+            checkpoint_rows=checkpoint_rows, attention=attention)
         self.head = MLP([2 * num_seed_points * channels, channels, out_channels],
                         norm=None)
         self.reset_parameters()
@@ -199,10 +215,10 @@ class MZSetTransformer(torch.nn.Module):
         self.encoder.reset_parameters()
         self.head.reset_parameters()
 
-    def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None) -> tuple[Tensor, Tensor]:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels,
-                                dtype=parameter_dtype(self))
+    def forward(self, x: Tensor, batch: Tensor | None = None, dim_size: int | None = None,
+                *, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
+                                  dtype=parameter_dtype(self))
         z = self.encoder(x, layout)
         B = layout.num_sets
         width = self.encoder.num_seed_points * self.channels  # [B * k, d] -> [B, k * d]

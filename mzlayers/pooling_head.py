@@ -6,9 +6,10 @@ from torch import Tensor
 from torch.nn import ModuleList
 from torch_geometric.nn import MLP
 
-from mzlayers._validate import check_choice
-from mzlayers.blocks import PMA, SAB
+from mzlayers.blocks import PMA, SAB, AttentionFactory
 from mzlayers.layout import SetLayout
+from mzlayers.multihead import MultiheadSetAttention
+from mzlayers.validate import check_choice
 
 POOLINGS = ('pma', 'mean')
 
@@ -49,6 +50,11 @@ class PoolingHead(torch.nn.Module):
             (default: :obj:`True`)
         dropout (float, optional): Dropout in PMA/SAB. (default: :obj:`0.`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        attention (callable, optional): Builds the attention of PMA and of
+            the decoder SABs (see :class:`~mzlayers.MAB`).
+            (default: :class:`~mzlayers.MultiheadSetAttention`)
+
+    Options after :obj:`out_channels` are keyword-only.
 
     Shapes:
         - **input:** :obj:`h` :obj:`[N, d]` with :obj:`layout` (or the rows of
@@ -59,6 +65,7 @@ class PoolingHead(torch.nn.Module):
         self,
         channels: int,
         out_channels: int,
+        *,
         num_seed_points: int = 1,
         num_decoder_blocks: int = 1,
         pooling: str = 'pma',
@@ -67,6 +74,7 @@ class PoolingHead(torch.nn.Module):
         layer_norm: bool = True,
         dropout: float = 0.0,
         backend: str = 'auto',
+        attention: AttentionFactory = MultiheadSetAttention,
     ):
         super().__init__()
         check_choice('pooling', pooling, POOLINGS)
@@ -75,7 +83,7 @@ class PoolingHead(torch.nn.Module):
         self.pooling = pooling
         self.num_seed_points = num_seed_points if pooling == 'pma' else 1
         args = dict(heads=heads, ff_channels=ff_channels, layer_norm=layer_norm,
-                    dropout=dropout, backend=backend)
+                    dropout=dropout, backend=backend, attention=attention)
         self.pma = PMA(channels, num_seed_points, **args) if pooling == 'pma' else None
         self.decoders = ModuleList([SAB(channels, **args) for _ in range(
             num_decoder_blocks if pooling == 'pma' else 0)])

@@ -4,9 +4,10 @@ import torch
 from torch import Tensor
 from torch.nn import Linear, ModuleList
 
-from mzlayers._validate import parameter_dtype, resolve_layout
-from mzlayers.blocks import ISAB
+from mzlayers.blocks import ISAB, AttentionFactory
+from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.pooling_head import PoolingHead
+from mzlayers.validate import parameter_dtype, resolve_input
 
 
 class SetTransformer(torch.nn.Module):
@@ -41,15 +42,31 @@ class SetTransformer(torch.nn.Module):
             (default: :obj:`True`)
         dropout (float, optional): Dropout. (default: :obj:`0.1`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        attention (callable, optional): Builds the attention of every MAB
+            (see :class:`~mzlayers.MAB`), e.g.
+            :class:`~mzattn.baselines.LinearSetAttention` for LA-ST.
+            (default: :class:`~mzlayers.MultiheadSetAttention`)
+        encoder_attention (callable, optional): Builds the attention of both
+            MABs of every ISAB; :obj:`None` = :obj:`attention`.
+            (default: :obj:`None`)
+        induced_attention (callable, optional): Builds the attention of the
+            first MAB of every ISAB (inducing points attending to the set);
+            :obj:`None` = :obj:`encoder_attention`. (default: :obj:`None`)
+
+    Options after :obj:`out_channels` are keyword-only.
 
     Shapes:
-        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
+          or, the static-shape path, a padded :obj:`x` :obj:`[B, n, in_channels]`
+          with :obj:`mask` :obj:`[B, n]` (:func:`~mzlayers.static.bucket_batch`;
+          shapes are checked, values are not read)
         - **output:** :obj:`[B, out_channels]`
     """
     def __init__(
         self,
         in_channels: int,
         out_channels: int,
+        *,
         channels: int = 64,
         heads: int = 4,
         ff_channels: int = 128,
@@ -61,6 +78,9 @@ class SetTransformer(torch.nn.Module):
         layer_norm: bool = True,
         dropout: float = 0.1,
         backend: str = 'auto',
+        attention: AttentionFactory = MultiheadSetAttention,
+        encoder_attention: AttentionFactory | None = None,
+        induced_attention: AttentionFactory | None = None,
     ):
         super().__init__()
         self.in_channels = in_channels
@@ -69,11 +89,15 @@ class SetTransformer(torch.nn.Module):
         self.pooling = pooling
         args = dict(heads=heads, ff_channels=ff_channels, layer_norm=layer_norm,
                     dropout=dropout, backend=backend)
+        encoder_attention = attention if encoder_attention is None else encoder_attention
         self.lin_in = Linear(in_channels, channels)
-        self.encoders = ModuleList([ISAB(channels, num_induced_points, **args)
-                                    for _ in range(num_encoder_blocks)])
-        self.head = PoolingHead(channels, out_channels, num_seed_points,
-                                num_decoder_blocks, pooling, **args)
+        self.encoders = ModuleList([
+            ISAB(channels, num_induced_points, attention=encoder_attention,
+                 induced_attention=induced_attention, **args)
+            for _ in range(num_encoder_blocks)])
+        self.head = PoolingHead(channels, out_channels, num_seed_points=num_seed_points,
+                                num_decoder_blocks=num_decoder_blocks, pooling=pooling,
+                                attention=attention, **args)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -83,9 +107,9 @@ class SetTransformer(torch.nn.Module):
         self.head.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels,
-                                dtype=parameter_dtype(self))
+                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+        x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
+                                  dtype=parameter_dtype(self))
         h = self.lin_in(x)
         for encoder in self.encoders:
             h = encoder(h, layout=layout)

@@ -4,8 +4,8 @@ from torch import Tensor
 from torch.nn import Linear
 from torch_geometric.utils import softmax
 
-from mzlayers._validate import check_choice
 from mzlayers.layout import SetLayout
+from mzlayers.validate import check_choice
 
 SUMMARIES = ('mean', 'moment', 'attention')
 
@@ -50,7 +50,10 @@ class SetSummary(torch.nn.Module):
             return layout.mean(center)
         if self.kind == 'moment':
             return layout.mean(torch.cat([center, center * center], dim=-1))
-        weight = softmax(self.score(center), layout.batch, num_nodes=layout.num_sets)
+        score = self.score(center)
+        if layout.mask is not None:  # padding gets no weight
+            score = score.masked_fill(~layout.mask[:, None], torch.finfo(score.dtype).min)
+        weight = softmax(score, layout.batch, num_nodes=layout.num_sets)
         return layout.sum(weight * center)
 
     def __repr__(self) -> str:

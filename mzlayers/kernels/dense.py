@@ -27,6 +27,7 @@ class Bucket:
             holds all sets in order, all of size :obj:`key_width`: no padding).
         key_width (int): Padded number of keys per set.
         key_mask (torch.Tensor): :obj:`[S, key_width]`, :obj:`True` = real.
+        masked (bool): Whether :obj:`key_mask` has padding to mask.
         query_index, query_pos, query_width: The same for queries that are
             elements of a set (unused for learned queries).
     """
@@ -35,6 +36,7 @@ class Bucket:
     key_pos: Tensor | None
     key_width: int
     key_mask: Tensor
+    masked: bool = False
     query_index: Tensor | None = None
     query_pos: Tensor | None = None
     query_width: int = 0
@@ -75,10 +77,13 @@ def _build_plan(layout: SetLayout, queries, max_padding, alone_min_pairs,
 def _bucket(layout: SetLayout, ids: list[int], queries, single: bool) -> Bucket:
     set_ids = torch.tensor(ids, dtype=torch.long, device=layout.device)
     key_index, key_pos, key_width = _padding_index(layout, set_ids, ids, single)
-    mask = torch.zeros(len(ids) * key_width, dtype=torch.bool, device=layout.device)
-    mask[slice(None) if key_pos is None else key_pos] = True
-    bucket = Bucket(set_ids, key_index, key_pos, key_width,
-                    mask.view(len(ids), key_width))
+    if layout.mask is not None:  # a padded layout: one bucket, all sets n wide
+        mask = layout.mask
+    else:
+        mask = torch.zeros(len(ids) * key_width, dtype=torch.bool, device=layout.device)
+        mask[slice(None) if key_pos is None else key_pos] = True
+    bucket = Bucket(set_ids, key_index, key_pos, key_width, mask.view(len(ids), key_width),
+                    masked=key_pos is not None or layout.mask is not None)
     if queries is not None:
         bucket.query_index, bucket.query_pos, bucket.query_width = \
             _padding_index(queries, set_ids, ids, single)
@@ -163,7 +168,7 @@ def _dense_bucket(q, k, v, b: Bucket, shared: bool, dropout: float
         queries = q.transpose(0, 1).unsqueeze(0).expand(S, -1, -1, -1)
     else:
         queries = _to_padded(q, b.query_index, b.query_pos, S, b.query_width)
-    mask = None if b.key_pos is None else attention_bias(b.key_mask, q.dtype)
+    mask = attention_bias(b.key_mask, q.dtype) if b.masked else None
     res = sdpa(queries, keys, values, attn_mask=mask, dropout_p=dropout)  # [S, H, L, d_v]
     rows = res.transpose(1, 2).reshape(-1, *res.shape[1:2], res.size(-1))  # [S width_q, H, d_v]
     if shared:

@@ -1,5 +1,10 @@
 """FiLM is diagonal, HyperNet's update has the configured rank, LA-ST equals
-its explicit quadratic form, MZ-GenQK sees the generators."""
+its explicit quadratic form, MZ-GenQK sees the generators; the variants are
+built through constructor arguments with the state_dict keys of old
+checkpoints."""
+from pathlib import Path
+
+import mzattn.baselines
 import pytest
 import torch
 from mzattn.baselines import (
@@ -43,12 +48,14 @@ def test_film_modulation_is_diagonal():
     assert torch.allclose(v, gamma[batch] * attn.lin_v(y) + beta[batch])
 
 
-def test_film_model_swaps_only_the_induced_attentions():
+def test_film_model_builds_only_the_induced_attentions():
     model = FiLMSetTransformer(8, 1)
     swapped = [m for m in model.modules() if isinstance(m, FiLMSetAttention)]
     assert len(swapped) == 2
     assert all(isinstance(isab.mab1.attn, FiLMSetAttention) for isab in model.encoders)
     assert not isinstance(model.head.pma.mab.attn, FiLMSetAttention)
+    assert repr(model.encoders[0].mab1).endswith(', attention=FiLMSetAttention)')
+    assert 'attention=' not in repr(model.encoders[0].mab2)
 
 
 @pytest.mark.parametrize('rank', [8, 16, 32, 64])
@@ -122,6 +129,7 @@ def test_genqk_adds_ihw_to_the_scores():
     assert torch.allclose(out.generators, ref.generators, atol=1e-12)
     model = MZGenQKSetTransformer(8, 1)
     assert sum(isinstance(m, GenQKAttention) for m in model.modules()) == 6
+    assert repr(model.encoder.pma.mab).endswith(', attention=GenQKAttention)')
 
 
 def test_value_path_models_keep_the_standard_scores():
@@ -133,3 +141,38 @@ def test_value_path_models_keep_the_standard_scores():
     layout = layout_of(batch, B)
     assert torch.allclose(film(x, x, layout, layout), base(x, x, layout, layout),
                           atol=1e-12)
+
+
+def test_genqk_queries_and_keys_add_the_projected_ihw():
+    attn = GenQKAttention(16, heads=4, num_generators=3, num_matrix_generators=2).double()
+    c, batch, B = ragged_batch(16)
+    z = Zonotope(c, torch.randn(c.size(0), 3, 16, dtype=c.dtype))
+    seeds = Zonotope(c[:2], torch.randn(2, 3, 16, dtype=c.dtype))
+    q, k = attn.queries_keys(seeds, z)
+    assert torch.equal(q, attn.split_heads(attn.lin_q(seeds.center)
+                                           + attn.lin_q_gen(seeds.ihw())))
+    assert torch.allclose(k, attn.split_heads(attn.lin_k(z.center) + attn.lin_k_gen(z.ihw())),
+                          atol=1e-12)
+
+
+# One state_dict key per variant module: checkpoints written when these
+# models were built by replacing block.attn must keep loading.
+VARIANT_KEYS = {
+    FiLMSetTransformer: ['encoders.1.mab1.attn.lin_film.weight'],
+    HyperNetSetTransformer: ['encoders.0.mab1.attn.basis', 'encoders.1.mab2.attn.lin_hyper.bias'],
+    MZGenQKSetTransformer: ['encoder.encoders.0.mab1.attn.lin_q_gen.weight',
+                            'encoder.decoders.0.attn.lin_k_gen.bias'],
+}
+
+
+@pytest.mark.parametrize('cls', list(VARIANT_KEYS))
+def test_variant_state_dict_keys_are_unchanged(cls):
+    keys = cls(8, 1).state_dict().keys()
+    assert all(key in keys for key in VARIANT_KEYS[cls])
+
+
+def test_baselines_import_no_private_module():
+    for path in sorted(Path(mzattn.baselines.__file__).parent.glob('*.py')):
+        text = path.read_text()
+        assert 'mzlayers._' not in text, path.name
+        assert 'baselines._' not in text, path.name

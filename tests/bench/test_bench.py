@@ -132,3 +132,20 @@ def test_sage_aggregation_bench_writes_every_row(tmp_path):
     rows = json.loads(out.read_text())['rows']
     assert set(rows) == {'pyg', 'ours', 'ours-paper'}
     assert all(row['train_s'] > 0 and row['inference_s'] > 0 for row in rows.values())
+
+
+def test_sab_memory_bench_writes_every_row_and_slope(tmp_path, monkeypatch):
+    from mzattn.bench import sab_memory
+
+    def in_process(module, job):  # runs each job here; "peak" linear in n
+        assert module == sab_memory.MODULE
+        sab_memory.build(job)()
+        return 1000 * job['n']
+    monkeypatch.setattr(sab_memory, 'peak_memory_subprocess', in_process)
+    out = tmp_path / 'sab_memory.json'
+    assert sab_memory.main(['--sizes', '16,32', '--out', str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert [(r['block'], r['mode'], r['n']) for r in result['rows']] == [
+        (b, m, n) for m in sab_memory.MODES for b in sab_memory.BLOCKS for n in (16, 32)]
+    assert result['loglog_slopes'] == pytest.approx(
+        {f'{b}/{m}': 1.0 for b in sab_memory.BLOCKS for m in sab_memory.MODES})

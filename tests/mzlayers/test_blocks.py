@@ -1,7 +1,21 @@
 import pytest
 import torch
 
-from mzlayers import ISAB, MZISAB, MZPMA, MZSAB, PMA, SAB, Zonotope
+from mzlayers import (
+    ISAB,
+    MAB,
+    MZISAB,
+    MZMAB,
+    MZPMA,
+    MZSAB,
+    PMA,
+    SAB,
+    MultiheadSetAttention,
+    MZMultiheadAttention,
+    MZSetTransformer,
+    SetTransformer,
+    Zonotope,
+)
 
 from .helpers import ragged_batch, shuffle_sets
 
@@ -111,3 +125,53 @@ def test_reset_parameters_reinitialises():
     mc = block.mab1.attn.matrix_center
     assert torch.equal(mc, torch.eye(C // HEADS).expand_as(mc))
     assert block.induced.center.std() > 0
+
+
+class _CountingFactory:
+    r"""An attention factory that records the keyword arguments of each call."""
+    def __init__(self, cls):
+        self.cls, self.calls = cls, []
+
+    def __call__(self, channels, **kwargs):
+        self.calls.append(kwargs)
+        return self.cls(channels, **kwargs)
+
+
+def test_attention_factories_build_each_attention_once():
+    induced = _CountingFactory(MultiheadSetAttention)
+    encoder = _CountingFactory(MultiheadSetAttention)
+    head = _CountingFactory(MultiheadSetAttention)
+    model = SetTransformer(3, 1, channels=C, heads=HEADS, attention=head,
+                           encoder_attention=encoder, induced_attention=induced)
+    assert len(induced.calls) == 2 and len(encoder.calls) == 2  # mab1 / mab2 of 2 ISABs
+    assert len(head.calls) == 2  # PMA and the decoder SAB
+    assert induced.calls[0] == dict(heads=HEADS, dropout=0.1, backend='auto')
+    assert all(type(isab.mab1.attn) is MultiheadSetAttention for isab in model.encoders)
+    # without encoder_attention / induced_attention, attention builds all six
+    every = _CountingFactory(MultiheadSetAttention)
+    SetTransformer(3, 1, channels=C, heads=HEADS, attention=every)
+    assert len(every.calls) == 6
+
+
+def test_mz_attention_factory_gets_the_block_options():
+    factory = _CountingFactory(MZMultiheadAttention)
+    model = MZSetTransformer(3, 1, channels=C, heads=HEADS, num_generators=3,
+                             num_matrix_generators=2, summary='moment', attention=factory)
+    assert len(factory.calls) == 6  # 2 MZ-ISAB x 2, MZ-PMA, 1 MZ-SAB
+    assert factory.calls[0] == dict(heads=HEADS, num_generators=3, num_matrix_generators=2,
+                                    summary='moment', dropout=0.1, backend='auto')
+    assert sum(isinstance(m, MZMultiheadAttention) for m in model.modules()) == 6
+
+
+@pytest.mark.parametrize('build', [
+    lambda: MAB(C, HEADS, 16),
+    lambda: ISAB(C, 4, HEADS, 16),  # PyG's 4th argument is layer_norm, ours was ff_channels
+    lambda: PMA(C, 1, HEADS, 16),
+    lambda: MZMAB(C, HEADS, 3),
+    lambda: MZMultiheadAttention(C, HEADS, 3),
+    lambda: SetTransformer(3, 1, 64),
+    lambda: MZSetTransformer(3, 1, 64),
+])
+def test_long_signatures_are_keyword_only(build):
+    with pytest.raises(TypeError, match='positional'):
+        build()

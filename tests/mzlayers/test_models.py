@@ -14,7 +14,7 @@ from mzlayers import (
     build_set_transformer,
     count_parameters,
 )
-from mzlayers._validate import check_features
+from mzlayers.validate import check_features
 
 from .helpers import ragged_batch, shuffle_sets
 

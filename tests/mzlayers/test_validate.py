@@ -5,7 +5,7 @@ import torch
 from mzattn.baselines import build_model, list_models
 
 from mzlayers import ISAB, MZISAB, MZSAB, SetLayout, build_set_transformer
-from mzlayers._validate import MAX_DIM_SIZE
+from mzlayers.validate import MAX_DIM_SIZE
 from tests.mzlayers.host_syncs import count_host_syncs
 
 X = torch.randn(9, 3, generator=torch.Generator().manual_seed(0))

@@ -1,4 +1,12 @@
-r"""Input guards shared by every public layer.
+r"""Input guards shared by every public layer, and by layers built on top of
+:mod:`mzlayers` (the baselines of :mod:`mzattn.baselines` use them).
+
+A model's :obj:`forward` starts with :func:`resolve_layout`, which validates
+:obj:`(x, batch, dim_size)` and returns the batch's
+:class:`~mzlayers.layout.SetLayout`::
+
+    layout = resolve_layout(x, batch, dim_size, self.in_channels,
+                            dtype=parameter_dtype(self))
 
 Layers validate their inputs once, at the public entry point (a model's or
 a block's :obj:`forward` called with a :obj:`batch` vector), and raise an
@@ -11,6 +19,21 @@ single read, :func:`read_host`: one host synchronisation per forward.
 
 import torch
 from torch import Tensor
+
+__all__ = [
+    'MAX_DIM_SIZE',
+    'read_host',
+    'check_features',
+    'check_shape',
+    'check_batch',
+    'check_dim_size',
+    'count_sets',
+    'check_choice',
+    'resolve_layout',
+    'resolve_input',
+    'in_autocast',
+    'parameter_dtype',
+]
 
 #: Largest accepted :obj:`dim_size` (indices are built in int32 where they fit).
 MAX_DIM_SIZE = 2**31 - 1
@@ -173,6 +196,49 @@ def resolve_layout(x, batch: Tensor | None, dim_size: int | None,
     if batch is None:
         batch = torch.zeros(num_elements, dtype=torch.long, device=tensors[0].device)
     return SetLayout(batch.long(), num_sets, counts)
+
+
+def resolve_input(x: Tensor, batch: Tensor | None, dim_size: int | None, channels: int,
+                  *, mask: Tensor | None = None, dtype: torch.dtype | None = None):
+    r"""A model's input: a ragged batch (:func:`resolve_layout`) or, with
+    :obj:`mask`, a padded one (the static-shape path of
+    :func:`~mzlayers.static.bucket_batch`), checked on the host only,
+    shapes and dtypes: no device read, so :func:`torch.compile` traces it
+    without a graph break.  Returns :obj:`x` as flat rows and its
+    :class:`~mzlayers.layout.SetLayout`.
+
+    Args:
+        x (torch.Tensor): :obj:`[N, channels]`, or :obj:`[B, n, channels]`
+            with :obj:`mask` (returned as :obj:`[B * n, channels]`).
+        batch (torch.Tensor, optional): Set index :obj:`[N]`; must be
+            :obj:`None` with :obj:`mask`.
+        dim_size (int, optional): The number of sets; :obj:`None` or
+            :obj:`B` with :obj:`mask`.
+        channels (int): The expected feature size.
+        mask (torch.Tensor, optional): Boolean :obj:`[B, n]`, :obj:`True` =
+            real element. (default: :obj:`None`)
+        dtype (torch.dtype, optional): The model's parameter dtype.
+    """
+    from mzlayers.layout import SetLayout
+    if mask is None:
+        return x, resolve_layout(x, batch, dim_size, channels, dtype=dtype)
+    if batch is not None:
+        raise ValueError("'batch' must be None when 'mask' is given (a padded batch "
+                         "x [B, n, F] holds set b in x[b])")
+    if not torch.is_tensor(x) or x.dim() != 3:
+        shape = tuple(x.shape) if torch.is_tensor(x) else type(x).__name__
+        raise ValueError(f"'x' must be a padded batch [B, n, {channels}] when 'mask' is "
+                         f"given (got {shape})")
+    if not torch.is_tensor(mask) or mask.dtype != torch.bool or mask.shape != x.shape[:2]:
+        shape = tuple(mask.shape) if torch.is_tensor(mask) else type(mask).__name__
+        raise ValueError(f"'mask' must be a boolean tensor of shape {tuple(x.shape[:2])} "
+                         f"(got {shape})")
+    if dim_size is not None and dim_size != x.size(0):
+        raise ValueError(f"'dim_size' ({dim_size}) must be None or the number of padded "
+                         f"sets ({x.size(0)})")
+    flat = x.reshape(-1, x.size(-1))
+    check_shape(flat, channels, dtype=None if in_autocast(flat) else dtype)
+    return flat, SetLayout.padded(mask)
 
 
 def in_autocast(x: Tensor) -> bool:
