@@ -38,12 +38,20 @@ def atomic_write(path: str, write: Callable[[Any], None], mode: str) -> None:
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; caches are meant to be shared
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; caches are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    # The process's umask (reading it means setting it): 022 gives the usual 0644 files, the
+    # Docker image's 002 group-writable ones (mzattn.repro.container).
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def set_aside(path: str, reason: str) -> str:

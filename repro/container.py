@@ -9,12 +9,19 @@ the folder is the host's: made by a user of uid 1001, the run switches to uid
 root. The image's own volume belongs to its user ``mzattn`` (uid 1000).
 Started with ``--user UID:GID`` (what ``mzattn-repro docker run`` does), the
 container is not root and runs as that user.
+
+Either way the run belongs to the group of the data caches (``mzattn``, gid
+1000: given here when we switch, by ``--group-add mzattn`` otherwise) and
+runs with umask 002, so that every run user can read and extend the caches,
+which are group-writable and not world-writable.
 """
 import os
 import sys
 
 #: The results volume of the image (``WORKDIR`` plus the CLI's ``results``).
 RESULTS = "/workspace/results"
+#: The data caches of the image (``MZATTN_DATA``).
+DATA = "/opt/mzattn-data"
 COMMAND = "mzattn-repro"
 
 
@@ -31,20 +38,33 @@ def run_as(results: str = RESULTS) -> tuple[int, int] | None:
     return None if info.st_uid == 0 else (info.st_uid, info.st_gid)
 
 
-def switch_user(uid: int, gid: int) -> None:
-    r"""Drops root for :obj:`uid`/:obj:`gid` (no supplementary groups)."""
-    os.setgroups([])
+def data_group(data: str | None = None) -> int | None:
+    r"""The group of the data caches :obj:`data` (default:
+    :obj:`$MZATTN_DATA`), or :obj:`None` when there are none."""
+    try:
+        return os.stat(data or os.environ.get("MZATTN_DATA", DATA)).st_gid
+    except FileNotFoundError:
+        return None
+
+
+def switch_user(uid: int, gid: int, groups: list[int]) -> None:
+    r"""Drops root for :obj:`uid`/:obj:`gid`, with :obj:`groups` as the
+    only supplementary groups."""
+    os.setgroups(groups)
     os.setgid(gid)
     os.setuid(uid)
 
 
 def main(argv: list[str] | None = None) -> None:
     r"""Replaces this process with ``mzattn-repro`` :obj:`argv` (default:
-    ``sys.argv[1:]``), run as :func:`run_as` says."""
+    ``sys.argv[1:]``), run as :func:`run_as` says, in the group of the data
+    caches (:func:`data_group`) and with umask 002."""
     argv = sys.argv[1:] if argv is None else argv
     ids = run_as()
     if ids is not None:
-        switch_user(*ids)
+        group = data_group()
+        switch_user(*ids, groups=[] if group is None else [group])
+    os.umask(0o002)
     os.execvp(COMMAND, [COMMAND, *argv])
 
 

@@ -26,6 +26,11 @@ CONTAINER_RESULTS = "/workspace/results"
 #: DataLoader workers exchange batches through ``/dev/shm``, which Docker
 #: limits to 64 MB unless told otherwise.
 DEFAULT_SHM_SIZE = "8g"
+#: The image's group of the data caches and the working folder (``docker/Dockerfile``).
+DATA_GROUP = "mzattn"
+#: What ``docker run --user host`` says when the caller is root.
+ROOT_NOTE = ("mzattn-repro docker: you are root here, so the container runs as root (uid 0) "
+             "and its files belong to root; pass --user UID:GID to run as another user.")
 NVIDIA_TOOLKIT_URL = ("https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/"
                       "latest/install-guide.html")
 #: What ``docker run`` says when it falls back to the CPU.
@@ -170,8 +175,11 @@ def run_table(
             :obj:`None`: every GPU when the engine can give them, else the
             CPU with :data:`NO_GPU_NOTE` in :obj:`log`. (default: :obj:`None`)
         shm_size (str, optional): Size of ``/dev/shm``. (default: :obj:`"8g"`)
-        user (str, optional): ``uid:gid`` to run as; :obj:`None` for the
-            image's non-root user. (default: :obj:`None`)
+        user (str, optional): ``uid:gid`` to run as, in the image's group
+            :data:`DATA_GROUP` too (``--group-add``), so that it can use the
+            image's data caches; :obj:`None` for the image's rule (the owner of
+            the results folder, :mod:`mzattn.repro.container`).
+            (default: :obj:`None`)
         volumes (Sequence[str], optional): Extra mounts in ``docker run -v``
             syntax, ``HOST:CONTAINER[:ro|rw]``. (default: :obj:`()`)
         log (TextIO, optional): Where the output goes; :obj:`None` for
@@ -188,7 +196,7 @@ def run_table(
 
     def attempt(with_gpus: bool) -> int:
         host_config = api.create_host_config(
-            binds=binds, shm_size=shm_size,
+            binds=binds, shm_size=shm_size, group_add=[DATA_GROUP] if user else None,
             device_requests=[gpu_request()] if with_gpus else None)
         return _run_container(api, image, list(command), host_config, user, with_gpus, log)
 
@@ -241,8 +249,12 @@ def _start(api: docker.APIClient, container: str, gpus: bool) -> None:
 
 
 def _host_user() -> str | None:
-    # Files in the mounted results folder then belong to the caller.
-    return f"{os.getuid()}:{os.getgid()}" if hasattr(os, "getuid") else None
+    # Files in the mounted results folder then belong to the caller; root is said aloud.
+    if not hasattr(os, "getuid"):
+        return None
+    if os.getuid() == 0:
+        print(ROOT_NOTE, file=sys.stderr)
+    return f"{os.getuid()}:{os.getgid()}"
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -4,7 +4,7 @@ import time
 
 import pytest
 import torch
-from mzattn.datasets._io import SummarizedDataset, safe_torch_load
+from mzattn.datasets._io import SummarizedDataset, atomic_write_json, safe_torch_load
 from mzattn.datasets.synthetic import load_task
 from torch_geometric.data import Data
 
@@ -107,3 +107,15 @@ def test_a_truncated_synthetic_cache_is_named_set_aside_and_regenerated(tmp_path
 def test_a_summarized_cache_records_its_raw_files(tmp_path):
     dataset = Tiny(str(tmp_path / "tiny"))
     assert dataset.summary()["raw_files"] == {}
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o002, 0o664)])
+def test_cache_files_follow_the_umask(tmp_path, mask, mode):
+    # 002 is the Docker image's (mzattn.repro.container): caches writable by the group
+    old = os.umask(mask)
+    try:
+        atomic_write_json({"a": 1}, str(tmp_path / "cache.json"))
+    finally:
+        os.umask(old)
+    assert os.stat(tmp_path / "cache.json").st_mode & 0o777 == mode
+

@@ -170,6 +170,16 @@ def test_builds_as_a_non_root_user_and_starts_as_root_to_switch(dockerfile):
     assert last_user > max(i for i, k in enumerate(keywords) if k == "RUN")
 
 
+def test_nothing_is_world_writable_and_the_caches_are_shared_by_group(dockerfile):
+    runs = " ".join(only(dockerfile, "RUN"))
+    assert not re.search(r"chmod[^&]*(a\+[rwX]*w|o\+[rwX]*w|777|666)", runs)
+    assert "groupadd --gid 1000 mzattn" in runs and "--gid mzattn" in runs
+    assert "g+rwX" in runs and "g+s" in runs
+    qm9 = next(r for r in only(dockerfile, "RUN") if "QM9(" in r)
+    assert qm9.startswith("umask 002")
+    assert dd.DATA_GROUP == "mzattn"
+
+
 def test_commit_argument_comes_after_every_expensive_layer(dockerfile):
     keywords = list(dockerfile)
     commit_arg = keywords.index(("ARG", "MZATTN_GIT_COMMIT=unknown"))
@@ -507,10 +517,21 @@ def test_cli_run_returns_the_container_exit_code(engine, tmp_path, capsys):
     assert create.get("User") is None
 
 
-def test_cli_run_defaults_to_the_host_user(engine, tmp_path):
+def test_cli_run_defaults_to_the_host_user_in_the_caches_group(engine, tmp_path):
     dd.cli(["--docker-host", engine.url, "run", "--results", str(tmp_path), "list"])
     create = json.loads(engine.find("POST", "/containers/create")[0][3])
     assert create["User"] == f"{os.getuid()}:{os.getgid()}"
+    assert create["HostConfig"]["GroupAdd"] == [dd.DATA_GROUP]
+
+
+def test_cli_run_as_root_says_that_the_container_runs_as_root(engine, tmp_path, monkeypatch,
+                                                               capsys):
+    monkeypatch.setattr(os, "getuid", lambda: 0)
+    monkeypatch.setattr(os, "getgid", lambda: 0)
+    dd.cli(["--docker-host", engine.url, "run", "--results", str(tmp_path), "list"])
+    create = json.loads(engine.find("POST", "/containers/create")[0][3])
+    assert create["User"] == "0:0"
+    assert dd.ROOT_NOTE in capsys.readouterr().err
 
 
 def test_cli_build_passes_commit_and_base_image(engine, context_tree, capsys, monkeypatch):

@@ -66,20 +66,32 @@ def test_entry_point_runs_as_the_results_owner(monkeypatch, euid, owner, expecte
 
 def test_entry_point_switches_then_execs_the_console_script(monkeypatch):
     calls = []
-    fake_stat(monkeypatch, 0, (1001, 1002))
-    monkeypatch.setattr(container, "switch_user", lambda uid, gid: calls.append(("as", uid, gid)))
+    fake_stat(monkeypatch, 0, (1001, 1002))  # the results folder, and the data caches (gid 1002)
+    monkeypatch.setattr(container, "switch_user",
+                        lambda uid, gid, groups: calls.append(("as", uid, gid, groups)))
+    monkeypatch.setattr(os, "umask", lambda mask: calls.append(("umask", mask)))
     monkeypatch.setattr(os, "execvp", lambda file, args: calls.append(("exec", file, args)))
     container.main(["table28", "--profile", "smoke"])
-    assert calls == [("as", 1001, 1002),
+    assert calls == [("as", 1001, 1002, [1002]), ("umask", 0o002),
                      ("exec", "mzattn-repro", ["mzattn-repro", "table28", "--profile", "smoke"])]
 
 
-def test_switch_user_drops_groups_then_gid_then_uid(monkeypatch):
+def test_entry_point_started_with_user_keeps_it_and_shares_the_caches(monkeypatch):
+    calls = []
+    fake_stat(monkeypatch, 1234, (1001, 1002))
+    monkeypatch.setattr(container, "switch_user", lambda *args, **kwargs: calls.append("as"))
+    monkeypatch.setattr(os, "umask", lambda mask: calls.append(("umask", mask)))
+    monkeypatch.setattr(os, "execvp", lambda file, args: calls.append(("exec", file)))
+    container.main(["list"])
+    assert calls == [("umask", 0o002), ("exec", "mzattn-repro")]
+
+
+def test_switch_user_sets_the_groups_then_gid_then_uid(monkeypatch):
     calls = []
     for name in ("setgroups", "setgid", "setuid"):
         monkeypatch.setattr(os, name, lambda value, name=name: calls.append((name, value)))
-    container.switch_user(7, 8)
-    assert calls == [("setgroups", []), ("setgid", 8), ("setuid", 7)]
+    container.switch_user(7, 8, groups=[1000])
+    assert calls == [("setgroups", [1000]), ("setgid", 8), ("setuid", 7)]
 
 
 # -------------------------------------------------------- requirements.py
