@@ -246,7 +246,7 @@ def run_in_process(runs: Sequence[Run], on_done: Callable[[Any, str], None]) -> 
         on_done(run.cell, status)
 
 
-def run_in_processes(runs: Sequence[Run], slots: Sequence[int | None],
+def run_in_processes(runs: Sequence[Run], slots: Sequence[str | None],
                      on_done: Callable[[Any, str], None], threads: int | None = None) -> None:
     r"""Runs :obj:`runs` on a :class:`~mzattn.repro.pool.WorkerPool`: one
     long-lived worker process per slot, pinned to the slot's GPU (if any)

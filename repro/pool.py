@@ -66,8 +66,8 @@ def _serve(conn: Connection, gpu: str | None, threads: int | None) -> None:
     except RunStopped as stop:
         _ignore_signals()
         sys.exit(stop.exit_status)
-    except EOFError:  # the dispatcher is gone
-        pass
+    except EOFError:  # the dispatcher is gone: nothing left to run
+        return
 
 
 def _ignore_signals() -> None:
@@ -160,11 +160,9 @@ class WorkerPool:
 
     def _collect(self, slot: int, worker: _Worker) -> Ended:
         job, worker.job = worker.job, None
-        try:
+        with contextlib.suppress(EOFError, OSError):  # no status: the worker died
             if worker.conn.poll():
                 return Ended(slot, job, worker.conn.recv())
-        except (EOFError, OSError):
-            pass
         worker.process.join()
         worker.conn.close()
         self.workers[slot] = None
