@@ -6,9 +6,10 @@ table, :obj:`mzattn-repro campaign` and the tests (DESIGN §10, Execution).
 * :obj:`--launcher local --jobs N` runs N cells at a time on a pool of N
   long-lived worker processes (:mod:`.pool`), with the CPU threads split
   between them; each worker imports the harness once and runs one cell
-  after another. On a machine with GPUs each worker is pinned to one
-  visible GPU and :obj:`--cells-per-gpu K` workers share one (the default
-  :obj:`--jobs` is then GPUs × K).
+  after another, and the costliest cells start first (:mod:`.cost`). On
+  a machine with GPUs each worker is pinned to one visible GPU and
+  :obj:`--cells-per-gpu K` workers share one (the default :obj:`--jobs`
+  is then GPUs × K).
 * :obj:`--launcher slurm` submits the cells to SLURM through
   :obj:`submitit`, one job array per table (:mod:`.slurm`).
 
@@ -41,6 +42,7 @@ from .cells import (
     run_cell,
     write_json_atomic,
 )
+from .cost import by_cost
 from .envinfo import environment_record
 from .faults import Interrupted, stop_on_signals
 from .options import LAUNCHERS, LaunchOptions
@@ -90,6 +92,10 @@ class Run(Protocol):
         r"""Records that it failed for :obj:`reason` (a killed worker, a
         scheduler error), prints the reason, and returns its status."""
 
+    def cost(self) -> float | None:
+        r"""Its estimated cost (:mod:`~mzattn.repro.cost`), :obj:`None`
+        when unknown: :obj:`--jobs N` starts the costliest first."""
+
 
 @dataclass(frozen=True)
 class CellRun:
@@ -124,6 +130,18 @@ class CellRun:
         r"""Records the cell as failed for :obj:`reason`
         (:func:`record_failure`) and returns its status."""
         return record_failure(self.cell, self.profile, self.out, reason)["status"]
+
+    def cost(self) -> float | None:
+        r"""Estimated seconds to train the cell to its epoch cap
+        (:func:`~mzattn.repro.cost.training_cost`)."""
+        from .cost import training_cost
+        from .tables import load_spec
+        config = cell_config(load_spec(self.cell.table), self.cell, self.profile)
+        training = config["training"]
+        return training_cost(model=config["model"], overrides=config["model_overrides"],
+                             task=config["task"], task_overrides=config["task_overrides"],
+                             batch_size=training["batch_size"],
+                             max_epochs=training["max_epochs"])
 
 
 class Progress:
@@ -336,6 +354,8 @@ def dispatch(runs: Sequence[Run], options: RunOptions, launch_options: LaunchOpt
     jobs = launch_options.jobs or max(1, gpus * launch_options.cells_per_gpu)
     threads = launch_options.threads or default_threads(jobs)
     slots = gpu_slots(jobs, launch_options.cells_per_gpu, visible_devices(gpus))
+    if len(runs) > jobs:  # N at a time: the costliest first, so that none ends the sweep alone
+        runs = by_cost(runs)
     run_in_processes([replace(run, threads=threads) for run in runs], slots, on_done, threads)
 
 

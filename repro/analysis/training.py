@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cells import RunOptions
+from ..cost import training_cost
 from ..faults import is_no_space, no_space
 from ..launch import CellName, LaunchOptions, dispatch, say
 from ..pool import pin
@@ -91,6 +92,14 @@ class TrainingRun:
         r"""Prints that it failed for :obj:`reason`; no checkpoint is written."""
         say(f"{self.cell.table} {self.cell.cell_id}: failed: {reason}")
         return "failed"
+
+    def cost(self) -> float | None:
+        r"""Estimated seconds to train to the epoch cap
+        (:func:`~mzattn.repro.cost.training_cost`)."""
+        return training_cost(model=self.model, overrides=self.overrides, task=self.task,
+                             task_overrides={**self.profile.sizes(), **self.task_overrides},
+                             batch_size=self.profile.batch_size,
+                             max_epochs=self.profile.max_epochs)
 
 
 class TrainingsFailed(RuntimeError):

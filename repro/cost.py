@@ -1,0 +1,105 @@
+r"""Cost estimates of runs, so that a parallel sweep starts the costliest
+first (longest-processing-time-first scheduling).
+
+With :obj:`--jobs N` the sweep ends when its last cell ends. Started in
+the tables' order, the slowest cells (MZ-Full, the deep models) often start
+last and then run alone while the other workers idle. :func:`by_cost`
+orders the runs by :func:`training_cost`: the seconds of one training step
+of the run's model, timed here on a probe batch of its task's feature
+width and mean set size, times the steps of its epoch cap. Early stopping
+ends most runs sooner, so this is a ranking, not a forecast of wall time.
+
+A run whose cost cannot be estimated without loading its data (a real
+dataset) has none; :func:`by_cost` starts those first, in their given
+order, since they may be the longest.
+"""
+import json
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import torch
+
+PROBE_SETS = 16
+r"""Sets in the probe batch that times one training step."""
+
+PROBE_STEPS = 1
+r"""Timed steps after one warm-up step; the fastest counts."""
+
+R = TypeVar("R")
+
+_STEPS: dict[str, float] = {}  # step_seconds by its arguments, once per process
+
+
+def by_cost(runs: Sequence[R]) -> list[R]:
+    r""":obj:`runs` with those without a cost estimate first (in their
+    order), then the others by decreasing :obj:`run.cost()` (ties in their
+    order)."""
+    costs = [run.cost() for run in runs]
+    unknown = [run for run, cost in zip(runs, costs, strict=True) if cost is None]
+    known = sorted((i for i, cost in enumerate(costs) if cost is not None),
+                   key=lambda i: -costs[i])  # a stable sort: ties keep their order
+    return unknown + [runs[i] for i in known]
+
+
+def training_cost(*, model: str, overrides: dict[str, Any], task: str,
+                  task_overrides: dict[str, Any], batch_size: int,
+                  max_epochs: int) -> float | None:
+    r"""Estimated seconds to train registry model :obj:`model` (with
+    constructor :obj:`overrides`) on synthetic task :obj:`task` (with
+    :obj:`task_overrides`) for :obj:`max_epochs` epochs: :func:`step_seconds`
+    per :obj:`PROBE_SETS` sets, scaled to the training split. :obj:`None`
+    for a task that is not synthetic or a configuration that does not
+    resolve (the run reports its own error)."""
+    from mzattn.datasets.synthetic.tasks import get_config
+    try:
+        config = get_config(task, **task_overrides)
+    except ValueError:  # a real dataset, or options only its provider knows
+        return None
+    low, high = config.size_range("train") if hasattr(config, "size_range") else (1, 1)
+    steps = max_epochs * config.num_samples("train") / min(batch_size, PROBE_SETS)
+    probe = (model, overrides, config.num_features, config.target_dim, (low + high) // 2)
+    key = json.dumps(probe, sort_keys=True, default=repr)
+    if key not in _STEPS:
+        _STEPS[key] = step_seconds(*probe)
+    return steps * _STEPS[key]
+
+
+def step_seconds(model: str, overrides: dict[str, Any], in_channels: int, out_channels: int,
+                 set_size: int) -> float:
+    r"""Seconds of one training step (forward, backward, no optimiser) of
+    registry model :obj:`model` on :obj:`PROBE_SETS` sets of
+    :obj:`set_size` random elements :obj:`[PROBE_SETS * set_size,
+    in_channels]`, on one torch thread; the fastest of
+    :obj:`PROBE_STEPS` after a warm-up; :obj:`overrides` are the
+    constructor's keyword arguments."""
+    from mzattn.baselines import build_model
+    times = []
+    # the caller's random state and threads stay as they were
+    with torch.random.fork_rng(devices=[]), _one_thread():
+        torch.manual_seed(0)
+        net = build_model(model, in_channels, out_channels, **overrides)
+        x = torch.randn(PROBE_SETS * set_size, in_channels)
+        batch = torch.arange(PROBE_SETS).repeat_interleave(set_size)
+        for _ in range(1 + PROBE_STEPS):
+            start = time.perf_counter()
+            _loss(net(x, batch)).backward()
+            times.append(time.perf_counter() - start)
+    return min(times[1:])
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    # on a loaded machine, threads that wait for busy cores would time the machine, not the model
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _loss(out: Any) -> torch.Tensor:
+    # a model returns a prediction, or a tuple whose first entry is one (MZ models: (pred, width))
+    return (out[0] if isinstance(out, tuple) else out).square().mean()

@@ -1,0 +1,74 @@
+from dataclasses import dataclass
+
+import mzattn.repro.launch as launch_module
+import torch
+from mzattn.repro.cells import RunOptions
+from mzattn.repro.cost import by_cost, step_seconds, training_cost
+from mzattn.repro.launch import CellRun, launch
+from mzattn.repro.options import LaunchOptions
+from mzattn.repro.runner import grid
+from mzattn.repro.tables import load_spec
+
+
+@dataclass(frozen=True)
+class _Costs:
+    name: str
+    estimate: float | None
+
+    def cost(self) -> float | None:
+        return self.estimate
+
+
+def _runs(table, profile, models=None):
+    return [CellRun(cell, profile, "unused", RunOptions())
+            for cell in grid(load_spec(table), profile, models)]
+
+
+def test_by_cost_starts_unknown_then_costliest():
+    runs = [_Costs("a", 1.0), _Costs("b", None), _Costs("c", 5.0), _Costs("d", 1.0),
+            _Costs("e", None), _Costs("f", 3.0)]
+    assert [run.name for run in by_cost(runs)] == ["b", "e", "c", "f", "a", "d"]
+
+
+def test_mz_full_steps_cost_more_than_deep_sets():
+    assert step_seconds("mz-full", {}, 8, 1, 20) > 2 * step_seconds("deep-sets", {}, 8, 1, 20) > 0
+
+
+def test_a_cell_costs_its_model_on_its_task():
+    run = _runs("table6", "smoke", ["MZ-Full (n_g=8, L=4)"])[0]
+    assert run.cost() > 0
+
+
+def test_cost_scales_with_the_epoch_cap_and_the_training_split():
+    args = dict(model="deep-sets", overrides={}, task="task_a", batch_size=32)
+    one = training_cost(**args, task_overrides={"num_train": 64}, max_epochs=1)
+    assert training_cost(**args, task_overrides={"num_train": 64}, max_epochs=3) \
+        == 3 * one  # the same cached probe
+    assert training_cost(**args, task_overrides={"num_train": 128}, max_epochs=1) == 2 * one
+
+
+def test_a_real_dataset_has_no_estimate():
+    run = _runs("table28", "smoke")[0]
+    assert run.cost() is None
+
+
+def test_the_probe_leaves_the_random_state_and_threads_alone():
+    torch.manual_seed(3)
+    expected, threads = torch.rand(1), torch.get_num_threads()
+    torch.manual_seed(3)
+    step_seconds("standard", {}, 4, 1, 5)
+    assert torch.equal(torch.rand(1), expected)
+    assert torch.get_num_threads() == threads
+
+
+def test_jobs_start_the_costliest_first(monkeypatch, tmp_path):
+    started = []
+    monkeypatch.setattr(launch_module, "run_in_processes",
+                        lambda runs, slots, on_done, threads: started.extend(runs))
+    cells = grid(load_spec("table6"), "smoke", ["Standard", "MZ-Full (n_g=8, L=4)"])
+    launch(cells, "smoke", str(tmp_path), RunOptions(accelerator="cpu"),
+           LaunchOptions(jobs=2, threads=1))
+    costs = [run.cost() for run in started]
+    assert costs == sorted(costs, reverse=True)
+    assert started[0].cell.row.model == "mz-full"
+    assert sorted(run.cell.cell_id for run in started) == sorted(c.cell_id for c in cells)
