@@ -5,8 +5,8 @@ With :obj:`--jobs N` the sweep ends when its last cell ends. Started in
 the tables' order, the slowest cells (MZ-Full, the deep models) often start
 last and then run alone while the other workers idle. :func:`by_cost`
 orders the runs by :func:`training_cost`: the seconds of one training step
-of the run's model, timed here on a probe batch of its task's feature
-width and mean set size, times the steps of its epoch cap. Early stopping
+of the run's model, timed here on a probe batch of sets drawn from its
+task, times the steps of its epoch cap. Early stopping
 ends most runs sooner, so this is a ranking, not a forecast of wall time.
 
 A run whose cost cannot be estimated without loading its data (a real
@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+import numpy as np
 import torch
 
 PROBE_SETS = 16
@@ -44,44 +45,50 @@ def by_cost(runs: Sequence[R]) -> list[R]:
 
 
 def training_cost(*, model: str, overrides: dict[str, Any], task: str,
-                  task_overrides: dict[str, Any], batch_size: int,
-                  max_epochs: int) -> float | None:
+                  task_overrides: dict[str, Any], max_epochs: int) -> float | None:
     r"""Estimated seconds to train registry model :obj:`model` (with
     constructor :obj:`overrides`) on synthetic task :obj:`task` (with
     :obj:`task_overrides`) for :obj:`max_epochs` epochs: :func:`step_seconds`
-    per :obj:`PROBE_SETS` sets, scaled to the training split. :obj:`None`
-    for a task that is not synthetic or a configuration that does not
-    resolve (the run reports its own error)."""
+    on :obj:`PROBE_SETS` sets of the task, scaled to the training split.
+    :obj:`None` for a task that is not synthetic or a configuration that
+    does not resolve (the run reports its own error)."""
     from mzattn.datasets.synthetic.tasks import get_config
     try:
         config = get_config(task, **task_overrides)
     except ValueError:  # a real dataset, or options only its provider knows
         return None
-    low, high = config.size_range("train") if hasattr(config, "size_range") else (1, 1)
-    steps = max_epochs * config.num_samples("train") / min(batch_size, PROBE_SETS)
-    probe = (model, overrides, config.num_features, config.target_dim, (low + high) // 2)
-    key = json.dumps(probe, sort_keys=True, default=repr)
+    sets = {f"num_{split}": None for split in ("train", "val", "test")}
+    key = json.dumps([model, overrides, task, task_overrides | sets], sort_keys=True,
+                     default=repr)  # the split sizes change the scale, not the probe
     if key not in _STEPS:
-        _STEPS[key] = step_seconds(*probe)
-    return steps * _STEPS[key]
+        x, batch = probe_batch(config)
+        _STEPS[key] = step_seconds(model, overrides, x, batch, config.target_dim)
+    return max_epochs * config.num_samples("train") / PROBE_SETS * _STEPS[key]
 
 
-def step_seconds(model: str, overrides: dict[str, Any], in_channels: int, out_channels: int,
-                 set_size: int) -> float:
+def probe_batch(config: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""The first :obj:`PROBE_SETS` training sets that :obj:`config` (a
+    :class:`~mzattn.datasets.synthetic.tasks.TaskConfig`) draws with seed
+    0, as :obj:`(x [N, F], batch [N])`."""
+    rng = np.random.default_rng(0)
+    samples = config.sample_many(rng, "train", config.shared(rng), PROBE_SETS)
+    x = torch.cat([torch.as_tensor(sample.x, dtype=torch.float32) for sample in samples])
+    sizes = torch.tensor([len(sample.x) for sample in samples])
+    return x, torch.arange(len(samples)).repeat_interleave(sizes)
+
+
+def step_seconds(model: str, overrides: dict[str, Any], x: torch.Tensor, batch: torch.Tensor,
+                 out_channels: int) -> float:
     r"""Seconds of one training step (forward, backward, no optimiser) of
-    registry model :obj:`model` on :obj:`PROBE_SETS` sets of
-    :obj:`set_size` random elements :obj:`[PROBE_SETS * set_size,
-    in_channels]`, on one torch thread; the fastest of
-    :obj:`PROBE_STEPS` after a warm-up; :obj:`overrides` are the
-    constructor's keyword arguments."""
+    registry model :obj:`model`, built with constructor :obj:`overrides`,
+    on the sets :obj:`x [N, F]` with set index :obj:`batch [N]`, on one
+    torch thread: the fastest of :obj:`PROBE_STEPS` after a warm-up."""
     from mzattn.baselines import build_model
     times = []
     # the caller's random state and threads stay as they were
     with torch.random.fork_rng(devices=[]), _one_thread():
         torch.manual_seed(0)
-        net = build_model(model, in_channels, out_channels, **overrides)
-        x = torch.randn(PROBE_SETS * set_size, in_channels)
-        batch = torch.arange(PROBE_SETS).repeat_interleave(set_size)
+        net = build_model(model, x.size(-1), out_channels, **overrides)
         for _ in range(1 + PROBE_STEPS):
             start = time.perf_counter()
             _loss(net(x, batch)).backward()

@@ -140,7 +140,6 @@ class CellRun:
         training = config["training"]
         return training_cost(model=config["model"], overrides=config["model_overrides"],
                              task=config["task"], task_overrides=config["task_overrides"],
-                             batch_size=training["batch_size"],
                              max_epochs=training["max_epochs"])
 
 

@@ -98,7 +98,6 @@ class TrainingRun:
         (:func:`~mzattn.repro.cost.training_cost`)."""
         return training_cost(model=self.model, overrides=self.overrides, task=self.task,
                              task_overrides={**self.profile.sizes(), **self.task_overrides},
-                             batch_size=self.profile.batch_size,
                              max_epochs=self.profile.max_epochs)
 
 

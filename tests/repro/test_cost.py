@@ -2,8 +2,9 @@ from dataclasses import dataclass
 
 import mzattn.repro.launch as launch_module
 import torch
+from mzattn.datasets.synthetic.tasks import get_config
 from mzattn.repro.cells import RunOptions
-from mzattn.repro.cost import by_cost, step_seconds, training_cost
+from mzattn.repro.cost import PROBE_SETS, by_cost, probe_batch, step_seconds, training_cost
 from mzattn.repro.launch import CellRun, launch
 from mzattn.repro.options import LaunchOptions
 from mzattn.repro.runner import grid
@@ -31,7 +32,9 @@ def test_by_cost_starts_unknown_then_costliest():
 
 
 def test_mz_full_steps_cost_more_than_deep_sets():
-    assert step_seconds("mz-full", {}, 8, 1, 20) > 2 * step_seconds("deep-sets", {}, 8, 1, 20) > 0
+    x, batch = probe_batch(get_config("task_g", d=8))
+    assert x.shape == (len(batch), 8) and batch.max() == PROBE_SETS - 1
+    assert step_seconds("mz-full", {}, x, batch, 1) > 2 * step_seconds("deep-sets", {}, x, batch, 1)
 
 
 def test_a_cell_costs_its_model_on_its_task():
@@ -40,7 +43,7 @@ def test_a_cell_costs_its_model_on_its_task():
 
 
 def test_cost_scales_with_the_epoch_cap_and_the_training_split():
-    args = dict(model="deep-sets", overrides={}, task="task_a", batch_size=32)
+    args = dict(model="deep-sets", overrides={}, task="task_a")
     one = training_cost(**args, task_overrides={"num_train": 64}, max_epochs=1)
     assert training_cost(**args, task_overrides={"num_train": 64}, max_epochs=3) \
         == 3 * one  # the same cached probe
@@ -53,10 +56,11 @@ def test_a_real_dataset_has_no_estimate():
 
 
 def test_the_probe_leaves_the_random_state_and_threads_alone():
+    x, batch = torch.ones(6, 4), torch.tensor([0, 0, 0, 1, 1, 1])
     torch.manual_seed(3)
     expected, threads = torch.rand(1), torch.get_num_threads()
     torch.manual_seed(3)
-    step_seconds("standard", {}, 4, 1, 5)
+    step_seconds("standard", {}, x, batch, 1)
     assert torch.equal(torch.rand(1), expected)
     assert torch.get_num_threads() == threads
 
@@ -72,3 +76,14 @@ def test_jobs_start_the_costliest_first(monkeypatch, tmp_path):
     assert costs == sorted(costs, reverse=True)
     assert started[0].cell.row.model == "mz-full"
     assert sorted(run.cell.cell_id for run in started) == sorted(c.cell_id for c in cells)
+
+
+def test_an_analysis_training_costs_its_profile(tmp_path):
+    from dataclasses import replace
+
+    from mzattn.repro.analysis.training import TrainingRun
+    from mzattn.repro.launch import CellName
+    from mzattn.repro.spec import SMOKE
+    run = TrainingRun(CellName("study", "standard"), str(tmp_path), "standard", "task_a", SMOKE)
+    longer = replace(run, profile=replace(SMOKE, max_epochs=2 * SMOKE.max_epochs))
+    assert longer.cost() == 2 * run.cost() > 0
