@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .cells import Cell, RecordError, RunOptions, cell_path, lock_path, log_path, read_record
 from .faults import RunStopped
-from .launch import launch
+from .launch import CellRun, launch
 from .options import LaunchOptions, add_launch_arguments, launch_options_from_args
 from .runner import grid
 from .tables import load_spec
@@ -83,10 +83,11 @@ def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
                  launch_options: LaunchOptions | None = None) -> int:
     r"""Runs every cell of campaign :obj:`name` that is neither finished nor
     held by another process, as :obj:`launch_options` dispatch them,
-    rebuilding a table's report after each of its cells. Returns the number
-    of cells that failed."""
+    rebuilding a table's report after each of its cells. The cells start in
+    the campaign's order (what decides the most per CPU hour first), not
+    the costliest first. Returns the number of cells that failed."""
     statuses = launch(campaign_cells(name, seeds, profile), profile, out, options,
-                      launch_options, report_each_cell=True)
+                      launch_options, report_each_cell=True, keep_order=True)
     return sum(status == "failed" for status in statuses.values())
 
 
@@ -120,11 +121,14 @@ def _held(out: str, cell: Cell) -> bool:
 def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
                  profile: str = PROFILE) -> list[str]:
     r"""One Markdown table row per cell of the campaign: state, epochs,
-    epoch time and the time left at the epoch cap (an upper bound)."""
+    epoch time and the time left at the epoch cap (an upper bound): from
+    the cell's last epochs once it has some, else estimated by timing one
+    training step (:func:`~mzattn.repro.launch.CellRun.cost`, marked
+    :obj:`≈`)."""
     from .convergence import convergence
     lines = ["| table | cell | state | epochs | s/epoch | left at cap (h) | convergence |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
-    total_left = 0.0
+    total_left = estimated = 0.0
     for cell in campaign_cells(name, seeds, profile):
         record, rows = _record(out, cell), _history(out, cell)
         cap = load_spec(cell.table).profile(profile).max_epochs
@@ -138,11 +142,17 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
             left = None if epoch_s is None else epoch_s * (cap - len(rows)) / 3600
             conv = ""
         total_left += left or 0.0
+        shown = "—" if left is None else f"{left:.2f}"
+        if left is None and state != "done":
+            guess = CellRun(cell, profile, out, RunOptions()).cost()
+            estimated += (guess or 0.0) / 3600
+            shown = "—" if guess is None else f"≈ {guess / 3600:.2f}"
         lines.append(f"| {cell.table} | {cell.cell_id} | {state} | {len(rows)}/{cap} | "
-                     f"{'—' if epoch_s is None else f'{epoch_s:.1f}'} | "
-                     f"{'—' if left is None else f'{left:.2f}'} | {conv} |")
-    lines.append(f"\nKnown time left at the cap: {total_left:.1f} h of one core "
-                 "(cells never started have no estimate yet).")
+                     f"{'—' if epoch_s is None else f'{epoch_s:.1f}'} | {shown} | {conv} |")
+    lines.append(f"\nTime left at the cap: {total_left:.1f} h of one core measured on the "
+                 f"cells' last epochs, ≈ {estimated:.1f} h more estimated for the cells "
+                 "not started (one training step timed on one thread, scaled; "
+                 "validation not counted).")
     return lines
 
 

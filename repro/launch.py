@@ -304,10 +304,11 @@ def in_process(launch_options: LaunchOptions, options: RunOptions) -> bool:
 
 
 def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | None = None,
-           launch_options: LaunchOptions | None = None,
-           report_each_cell: bool = False) -> dict[str, str]:
-    r"""Runs :obj:`cells` as :obj:`launch_options` says, rebuilds the report
-    of each table once its last cell has ended (after each of its cells if
+           launch_options: LaunchOptions | None = None, *,
+           report_each_cell: bool = False, keep_order: bool = False) -> dict[str, str]:
+    r"""Runs :obj:`cells` as :obj:`launch_options` says (:func:`dispatch`;
+    in their order if :obj:`keep_order`), rebuilds the report of each table
+    once its last cell has ended (after each of its cells if
     :obj:`report_each_cell`), and returns every cell's status by
     :func:`cell_key` (:class:`CellRun`)."""
     options = options or RunOptions()
@@ -322,16 +323,18 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
             _write_report(cell.table, out)
 
     dispatch([CellRun(cell, profile, out, options) for cell in cells], options, launch_options,
-             on_done)
+             on_done, keep_order=keep_order)
     return statuses
 
 
 def dispatch(runs: Sequence[Run], options: RunOptions, launch_options: LaunchOptions,
-             on_done: Callable[[Any, str], None]) -> None:
+             on_done: Callable[[Any, str], None], *, keep_order: bool = False) -> None:
     r"""Runs :obj:`runs` (:class:`Run`: table cells, analysis trainings)
     as :obj:`launch_options` says, on the devices of :obj:`options`, and
     calls :obj:`on_done(run.cell, status)` as each ends; those that
-    finished before end at once as :obj:`"skipped"`."""
+    finished before end at once as :obj:`"skipped"`. A pool of N workers
+    starts the costliest runs first (:func:`~mzattn.repro.cost.by_cost`)
+    unless :obj:`keep_order` (a campaign's priorities)."""
     runs = _unfinished(runs, on_done)
     if launch_options.launcher == "slurm":
         try:
@@ -353,7 +356,7 @@ def dispatch(runs: Sequence[Run], options: RunOptions, launch_options: LaunchOpt
     jobs = launch_options.jobs or max(1, gpus * launch_options.cells_per_gpu)
     threads = launch_options.threads or default_threads(jobs)
     slots = gpu_slots(jobs, launch_options.cells_per_gpu, visible_devices(gpus))
-    if len(runs) > jobs:  # N at a time: the costliest first, so that none ends the sweep alone
+    if len(runs) > jobs and not keep_order:  # so that no costly run ends the sweep alone
         runs = by_cost(runs)
     run_in_processes([replace(run, threads=threads) for run in runs], slots, on_done, threads)
 

@@ -5,13 +5,22 @@ from mzattn.repro.tables import load_spec
 
 def test_status_goes_on_past_an_unreadable_record(tmp_path):
     out = str(tmp_path)
-    first = campaign_cells("paper-protocol")[0]
+    first = campaign_cells("meb-corner")[0]
     path = tmp_path / cell_path(out, first)
     path.parent.mkdir(parents=True)
     path.write_text('{"version": 1, "status": "ok", "metr')  # truncated by a full disk
-    lines = status_lines("paper-protocol", out)
+    lines = status_lines("meb-corner", out)
     (line,) = [line for line in lines if f"| {first.cell_id} |" in line]
     assert "| queued |" in line  # to be set aside and rerun when its turn comes
+
+
+def test_status_estimates_the_cells_not_started(tmp_path):
+    lines = status_lines("meb-corner", str(tmp_path))
+    rows = [line for line in lines if "| queued |" in line]
+    assert len(rows) == 3 and all("| ≈ " in row for row in rows)
+    hours = [float(row.split("| ≈ ")[1].split(" |")[0]) for row in rows]
+    assert hours[2] > hours[0] > 0  # MZAttn-Full's steps cost more than Standard's
+    assert "more estimated for the cells not started" in lines[-1]
 
 
 def test_every_campaign_names_existing_rows_and_columns():

@@ -65,13 +65,18 @@ def test_the_probe_leaves_the_random_state_and_threads_alone():
     assert torch.get_num_threads() == threads
 
 
-def test_jobs_start_the_costliest_first(monkeypatch, tmp_path):
+def _started(monkeypatch, tmp_path, cells, **kwargs):
     started = []
     monkeypatch.setattr(launch_module, "run_in_processes",
                         lambda runs, slots, on_done, threads: started.extend(runs))
-    cells = grid(load_spec("table6"), "smoke", ["Standard", "MZ-Full (n_g=8, L=4)"])
     launch(cells, "smoke", str(tmp_path), RunOptions(accelerator="cpu"),
-           LaunchOptions(jobs=2, threads=1))
+           LaunchOptions(jobs=2, threads=1), **kwargs)
+    return started
+
+
+def test_jobs_start_the_costliest_first(monkeypatch, tmp_path):
+    cells = grid(load_spec("table6"), "smoke", ["Standard", "MZ-Full (n_g=8, L=4)"])
+    started = _started(monkeypatch, tmp_path, cells)
     costs = [run.cost() for run in started]
     assert costs == sorted(costs, reverse=True)
     assert started[0].cell.row.model == "mz-full"
@@ -87,3 +92,9 @@ def test_an_analysis_training_costs_its_profile(tmp_path):
     run = TrainingRun(CellName("study", "standard"), str(tmp_path), "standard", "task_a", SMOKE)
     longer = replace(run, profile=replace(SMOKE, max_epochs=2 * SMOKE.max_epochs))
     assert longer.cost() == 2 * run.cost() > 0
+
+
+def test_a_campaign_keeps_its_order(monkeypatch, tmp_path):
+    cells = grid(load_spec("table6"), "smoke", ["Standard", "MZ-Full (n_g=8, L=4)"])
+    started = _started(monkeypatch, tmp_path, cells, keep_order=True)
+    assert [run.cell.cell_id for run in started] == [cell.cell_id for cell in cells]
