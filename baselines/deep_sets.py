@@ -3,7 +3,7 @@ import torch
 from torch import Tensor
 from torch_geometric.nn import MLP
 
-from mzlayers.validate import check_choice, parameter_dtype, resolve_layout
+from mzlayers.validate import check_choice, parameter_dtype, resolve_input
 
 AGGREGATIONS = ('sum', 'mean')
 
@@ -33,7 +33,10 @@ class DeepSets(torch.nn.Module):
         dropout (float, optional): Dropout in both MLPs. (default: :obj:`0.1`)
 
     Shapes:
-        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
+          or, the static-shape path, a padded :obj:`x` :obj:`[B, n, in_channels]`
+          with :obj:`mask` :obj:`[B, n]` (:func:`~mzlayers.static.bucket_batch`;
+          shapes are checked, values are not read)
         - **output:** :obj:`[B, out_channels]`
     """
     def __init__(
@@ -65,9 +68,9 @@ class DeepSets(torch.nn.Module):
         self.rho.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels,
-                                dtype=parameter_dtype(self))
+                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+        x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
+                                  dtype=parameter_dtype(self))
         h = self.phi(x)
         pooled = layout.sum(h) if self.aggr == 'sum' else layout.mean(h)
         return self.rho(pooled)

@@ -1,16 +1,17 @@
 r"""The E(n)-equivariant graph neural network baseline (Satorras et al.,
 2021) on the fully connected graph of each set (Table 7, App. D.5.4)."""
 from collections.abc import Sequence
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import Linear, ModuleList, Parameter
 from torch_geometric.nn import MessagePassing
-from torch_geometric.utils import degree
+from torch_geometric.utils import degree, scatter
 
 from mzlayers.layout import SetLayout
-from mzlayers.validate import parameter_dtype, resolve_layout
+from mzlayers.validate import parameter_dtype, resolve_input
 
 #: Xavier gain of :math:`\phi_x`, as in the official EGNN code: coordinate
 #: updates start tiny so the geometry is not scrambled before
@@ -20,7 +21,9 @@ COORD_INIT_GAIN = 1e-3
 
 def fully_connected_edges(layout: SetLayout) -> Tensor:
     r"""Edges :obj:`[2, E]` between every ordered pair of distinct elements of
-    the same set (no self loops), built from the sorted :obj:`batch`."""
+    the same set (no self loops), built from the sorted :obj:`batch`; for a
+    padded layout, between every pair of distinct rows of a set, padding
+    included (:obj:`E = B n (n - 1)`, from the shapes alone)."""
     N, device = layout.num_elements, layout.device
     degree = layout.count_tensor[layout.batch] - 1  # [N]: the other elements of its set
     E = sum(n * (n - 1) for n in layout.counts)  # host sizes: no device sync
@@ -58,9 +61,13 @@ class EGNNConv(MessagePassing):
     Args:
         channels (int): Feature width :math:`h`.
 
+    :obj:`forward` takes an optional node :obj:`mask` :obj:`[N]`
+    (:obj:`True` = real node): messages from the other nodes (the padding
+    rows of a padded batch) are dropped and not counted in :math:`M - 1`.
+
     Shapes:
         - **input:** :obj:`h` :obj:`[N, h]`, :obj:`pos` :obj:`[N, D]`,
-          :obj:`edge_index` :obj:`[2, E]`
+          :obj:`edge_index` :obj:`[2, E]`, :obj:`mask` :obj:`[N]` (optional)
         - **output:** :obj:`(h' [N, h], pos' [N, D])`
     """
     def __init__(self, channels: int):
@@ -77,10 +84,17 @@ class EGNNConv(MessagePassing):
         self.lin_node.reset_parameters()
         torch.nn.init.xavier_uniform_(self.lin_coord.weight, gain=COORD_INIT_GAIN)
 
-    def forward(self, h: Tensor, pos: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor]:
-        out = self.propagate(edge_index, h=h, pos=pos)  # Eq. 5 and the Eq. 4 sum
+    def forward(self, h: Tensor, pos: Tensor, edge_index: Tensor,
+                mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        src, dst = edge_index
+        if mask is None:
+            edge_weight = None
+            num_neighbours = degree(dst, h.size(0), dtype=pos.dtype)
+        else:  # messages from padding rows weigh 0 and are not counted
+            edge_weight = mask.to(pos.dtype).index_select(0, src)  # [E]
+            num_neighbours = scatter(edge_weight, dst, dim=0, dim_size=h.size(0))
+        out = self.propagate(edge_index, h=h, pos=pos, edge_weight=edge_weight)  # Eq. 5, 4
         m, shift = out.split([self.channels, pos.size(-1)], dim=-1)
-        num_neighbours = degree(edge_index[1], h.size(0), dtype=pos.dtype)
         num_neighbours = num_neighbours.clamp(min=1).unsqueeze(-1)
         m = self.aggregate_messages(m, num_neighbours)
         return self.node_update(h, m), self.coordinate_update(pos, shift, num_neighbours)
@@ -91,9 +105,12 @@ class EGNNConv(MessagePassing):
         dist = (pos_i - pos_j).pow(2).sum(-1, keepdim=True)
         return F.silu(self.lin_edge(torch.cat([h_i, h_j, dist], dim=-1)))
 
-    def message(self, h_i: Tensor, h_j: Tensor, pos_i: Tensor, pos_j: Tensor) -> Tensor:
+    # PyG's signature inspector cannot parse 'Tensor | None' (a types.UnionType).
+    def message(self, h_i: Tensor, h_j: Tensor, pos_i: Tensor, pos_j: Tensor,
+                edge_weight: Optional[Tensor]) -> Tensor:  # noqa: UP045
         m_ij = self.edge_message(h_i, h_j, pos_i, pos_j)
-        return torch.cat([m_ij, (pos_i - pos_j) * self.lin_coord(m_ij)], dim=-1)
+        out = torch.cat([m_ij, (pos_i - pos_j) * self.lin_coord(m_ij)], dim=-1)
+        return out if edge_weight is None else out * edge_weight.unsqueeze(-1)
 
     def coordinate_update(self, pos: Tensor, shift: Tensor, num_neighbours: Tensor) -> Tensor:
         r"""Eq. (4): :math:`\mathbf{x}_i + C \sum_{j \ne i} (\mathbf{x}_i -
@@ -131,6 +148,12 @@ class EGNN(torch.nn.Module):
     columns (tested).  Defaults (:math:`h = 140`, four layers) give 316K at
     :math:`d_{in} = 8` (paper: ~303K).
 
+    A padded batch (:obj:`mask=`, the static-shape path) runs on the fully
+    connected graph of every padded row, :math:`B n (n - 1)` edges of which
+    those from padding rows carry zero weight: the real elements get the
+    ragged path's messages, at the cost of the padded pairs (up to
+    :math:`4\times` the edges for a power-of-two bucket).
+
     Args:
         in_channels (int): Input feature size.
         out_channels (int): Prediction size.
@@ -140,7 +163,10 @@ class EGNN(torch.nn.Module):
             (:obj:`None` = all). (default: :obj:`None`)
 
     Shapes:
-        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
+          or, the static-shape path, a padded :obj:`x` :obj:`[B, n, in_channels]`
+          with :obj:`mask` :obj:`[B, n]` (:func:`~mzlayers.static.bucket_batch`;
+          shapes are checked, values are not read)
         - **output:** :obj:`[B, out_channels]`
     """
     def __init__(
@@ -187,13 +213,13 @@ class EGNN(torch.nn.Module):
         return self.h0.expand(x.size(0), -1), pos
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels,
-                                dtype=parameter_dtype(self))
+                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+        x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
+                                  dtype=parameter_dtype(self))
         edge_index = fully_connected_edges(layout)
         h, pos = self.embed(x)
         for conv in self.convs:
-            h, pos = conv(h, pos, edge_index)
+            h, pos = conv(h, pos, edge_index, layout.mask)
         return self.lin_out(layout.mean(h))
 
     def __repr__(self) -> str:

@@ -1,7 +1,6 @@
 r"""The linear-attention Set Transformer baseline (LA-ST, Tables 3, 23)."""
 import torch.nn.functional as F
 from torch import Tensor
-from torch_geometric.utils import scatter
 
 from mzlayers import MultiheadSetAttention, SetTransformer
 from mzlayers.layout import SetLayout
@@ -23,7 +22,8 @@ class LinearSetAttention(MultiheadSetAttention):
         \phi = \mathrm{elu} + 1,
 
     per head, with the two key sums computed once per set by segment sums
-    (:func:`torch_geometric.utils.scatter`), so the cost is linear in the set
+    (:meth:`SetLayout.sum <mzlayers.layout.SetLayout.sum>`, which skips the
+    padding rows of a padded layout), so the cost is linear in the set
     size.  It equals the normalised quadratic form
     :math:`\mathrm{diag}(A \mathbf{1})^{-1} A V` with
     :math:`A_{ij} = \phi(\mathbf{q}_i)^{\top}\phi(\mathbf{k}_j)` (tested).
@@ -47,9 +47,8 @@ class LinearSetAttention(MultiheadSetAttention):
                query_layout: SetLayout | None) -> Tensor:
         phi_q, phi_k = feature_map(q), feature_map(k)
         B = key_layout.num_sets
-        kv = phi_k.unsqueeze(-1) * v.unsqueeze(-2)  # [N, H, d_k, d_v]
-        kv = scatter(kv, key_layout.batch, dim=0, dim_size=B, reduce='sum')
-        z = scatter(phi_k, key_layout.batch, dim=0, dim_size=B, reduce='sum')
+        kv = key_layout.sum(phi_k.unsqueeze(-1) * v.unsqueeze(-2))  # [B, H, d_k, d_v]
+        z = key_layout.sum(phi_k)  # [B, H, d_k]; both over the real keys only
         if query_layout is None:  # learned queries, set-major rows [B * M]
             M = q.size(0)
             kv, z = kv.repeat_interleave(M, dim=0), z.repeat_interleave(M, dim=0)
@@ -76,7 +75,10 @@ class LinearAttentionSetTransformer(SetTransformer):
             :class:`~mzlayers.SetTransformer` (all but :obj:`attention`).
 
     Shapes:
-        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
+          or, the static-shape path, a padded :obj:`x` :obj:`[B, n, in_channels]`
+          with :obj:`mask` :obj:`[B, n]` (:func:`~mzlayers.static.bucket_batch`;
+          shapes are checked, values are not read)
         - **output:** :obj:`[B, out_channels]`
     """
     def __init__(self, in_channels: int, out_channels: int, **kwargs):

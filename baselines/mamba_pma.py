@@ -3,11 +3,10 @@ their input order, then the Set Transformer's PMA pooling."""
 import torch
 from torch import Tensor
 from torch.nn import Linear
-from torch_geometric.utils import to_dense_batch
 
 from mzattn.extras import require
 from mzlayers import PoolingHead
-from mzlayers.validate import parameter_dtype, resolve_layout
+from mzlayers.validate import parameter_dtype, resolve_input
 
 
 class MambaPMA(torch.nn.Module):
@@ -22,9 +21,12 @@ class MambaPMA(torch.nn.Module):
     .. warning::
         **Not permutation-invariant.**  Mamba is a causal sequence model: it
         reads each set's elements in their order in :obj:`x` (sets are padded
-        at the end with :func:`~torch_geometric.utils.to_dense_batch`, which
-        keeps the order, and the padding never reaches a real element), so
-        reordering a set changes the prediction (tested).
+        at the end, as :func:`~torch_geometric.utils.to_dense_batch` does,
+        which keeps the order, and the padding never reaches a real
+        element), so reordering a set changes the prediction (tested).  A
+        padded batch (:obj:`mask=`) is read the same way: the real elements
+        of each row are moved to its front, in their order, wherever the
+        mask puts them.
 
     The paper gives only the parameter count (645K, :math:`1.75\times`
     MZAttn's); :math:`d = 128` with :math:`d_{ff} = 256` in PMA/SAB and
@@ -45,7 +47,10 @@ class MambaPMA(torch.nn.Module):
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
 
     Shapes:
-        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
+          or, the static-shape path, a padded :obj:`x` :obj:`[B, n, in_channels]`
+          with :obj:`mask` :obj:`[B, n]` (:func:`~mzlayers.static.bucket_batch`;
+          shapes are checked, values are not read)
         - **output:** :obj:`[B, out_channels]`
     """
     def __init__(
@@ -82,18 +87,16 @@ class MambaPMA(torch.nn.Module):
         self.head.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels,
-                                dtype=parameter_dtype(self))
+                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+        x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
+                                  dtype=parameter_dtype(self))
         h = self.lin_in(x)
         if layout.num_elements:  # mambapy cannot scan zero-length sequences
             width = max(layout.counts)  # host sizes: no device sync
-            dense, _ = to_dense_batch(h, layout.batch, batch_size=layout.num_sets,
-                                      max_num_nodes=width)  # [B, n_max, d]
-            local = torch.arange(layout.num_elements, device=h.device) - \
-                layout.ptr.index_select(0, layout.batch)
-            rows = layout.batch * width + local  # the real rows, input order kept
-            h = self.mamba(dense).flatten(0, 1).index_select(0, rows)  # [N, d]
+            rows = layout.batch * width + layout.positions  # real elements first, in order
+            dense = h.new_zeros(layout.num_sets * width, h.size(-1)).index_copy(0, rows, h)
+            dense = self.mamba(dense.view(layout.num_sets, width, -1))  # [B, n_max, d]
+            h = dense.flatten(0, 1).index_select(0, rows)  # [N, d]
         return self.head(h, layout)
 
     def __repr__(self) -> str:

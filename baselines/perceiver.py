@@ -4,7 +4,7 @@ from torch import Tensor
 from torch.nn import Linear, ModuleList, Parameter
 
 from mzlayers import MAB, SAB, PoolingHead
-from mzlayers.validate import parameter_dtype, resolve_layout
+from mzlayers.validate import parameter_dtype, resolve_input
 
 
 class Perceiver(torch.nn.Module):
@@ -41,7 +41,10 @@ class Perceiver(torch.nn.Module):
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
 
     Shapes:
-        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
+          or, the static-shape path, a padded :obj:`x` :obj:`[B, n, in_channels]`
+          with :obj:`mask` :obj:`[B, n]` (:func:`~mzlayers.static.bucket_batch`;
+          shapes are checked, values are not read)
         - **output:** :obj:`[B, out_channels]`
     """
     def __init__(
@@ -84,9 +87,9 @@ class Perceiver(torch.nn.Module):
             block.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels,
-                                dtype=parameter_dtype(self))
+                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+        x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
+                                  dtype=parameter_dtype(self))
         latent_layout = layout.pooled(self.num_latents)
         h = self.lin_in(x)
         z = self.latents  # [m, d], shared by all sets before the first block

@@ -7,19 +7,22 @@ from torch_geometric.nn import MLP
 
 from mzlayers import MZSAB, SAB, Zonotope, ZonotopeEmbedding
 from mzlayers.layout import SetLayout
-from mzlayers.validate import parameter_dtype, resolve_layout
+from mzlayers.validate import parameter_dtype, resolve_input
 
 
 class PositionalEncoding(Embedding):
     r"""Learned absolute positional embeddings of the elements of each set,
-    position :math:`i` = index of the element inside its set in :obj:`x`.
+    position :math:`i` = index of the element inside its set in :obj:`x`
+    (:attr:`~mzlayers.layout.SetLayout.positions`; in a padded batch, its
+    rank among the set's real elements).
 
     Args:
         max_length (int): Longest supported set.
         channels (int): Embedding width.
 
     Shapes:
-        - **input:** :class:`~mzlayers.SetLayout` of :obj:`N` elements
+        - **input:** :class:`~mzlayers.SetLayout` of :obj:`N` rows (:obj:`B * n`
+          for a padded batch)
         - **output:** :obj:`[N, channels]`
     """
     def __init__(self, max_length: int, channels: int):
@@ -27,11 +30,12 @@ class PositionalEncoding(Embedding):
         self.max_length = max_length
 
     def forward(self, layout: SetLayout) -> Tensor:
-        if layout.counts and max(layout.counts) > self.max_length:
-            raise ValueError(f"'x' holds a set of {max(layout.counts)} elements but "
-                             f"'max_length' is {self.max_length}")
-        position = torch.arange(layout.num_elements, device=layout.device)
-        return super().forward(position - layout.ptr[layout.batch])
+        longest = max(layout.counts, default=0)  # host sizes: no device read
+        if longest > self.max_length:
+            held = f'is padded to {longest} rows per set' if layout.mask is not None \
+                else f'holds a set of {longest} elements'
+            raise ValueError(f"'x' {held} but 'max_length' is {self.max_length}")
+        return super().forward(layout.positions)
 
 
 class SequenceTransformer(torch.nn.Module):
@@ -59,12 +63,17 @@ class SequenceTransformer(torch.nn.Module):
         heads (int, optional): Heads. (default: :obj:`4`)
         ff_channels (int, optional): FFN width. (default: :obj:`128`)
         num_layers (int, optional): Transformer layers. (default: :obj:`1`)
-        max_length (int, optional): Longest set. (default: :obj:`64`)
+        max_length (int, optional): Longest set; for a padded batch, the
+            largest padded width :obj:`n` (set lengths are not read).
+            (default: :obj:`64`)
         dropout (float, optional): Dropout. (default: :obj:`0.1`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
 
     Shapes:
-        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
+          or, the static-shape path, a padded :obj:`x` :obj:`[B, n, in_channels]`
+          with :obj:`mask` :obj:`[B, n]` (:func:`~mzlayers.static.bucket_batch`;
+          shapes are checked, values are not read)
         - **output:** :obj:`[B, out_channels]`
     """
     def __init__(
@@ -95,9 +104,9 @@ class SequenceTransformer(torch.nn.Module):
             module.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels,
-                                dtype=parameter_dtype(self))
+                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+        x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
+                                  dtype=parameter_dtype(self))
         h = self.lin_in(x) + self.position(layout)
         for layer in self.layers:
             h = layer(h, layout=layout)
@@ -139,12 +148,17 @@ class MZSequenceTransformer(torch.nn.Module):
         generator_ff_channels (int, optional): Generator FFN width
             (:obj:`None` = :obj:`ff_channels // 2`). (default: :obj:`None`)
         num_layers (int, optional): Transformer layers. (default: :obj:`1`)
-        max_length (int, optional): Longest set. (default: :obj:`64`)
+        max_length (int, optional): Longest set; for a padded batch, the
+            largest padded width :obj:`n` (set lengths are not read).
+            (default: :obj:`64`)
         dropout (float, optional): Dropout. (default: :obj:`0.1`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
 
     Shapes:
-        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
+          or, the static-shape path, a padded :obj:`x` :obj:`[B, n, in_channels]`
+          with :obj:`mask` :obj:`[B, n]` (:func:`~mzlayers.static.bucket_batch`;
+          shapes are checked, values are not read)
         - **output:** :obj:`(pred [B, out_channels], ihw [B, d])`
     """
     def __init__(
@@ -181,10 +195,10 @@ class MZSequenceTransformer(torch.nn.Module):
         for module in (self.embedding, self.position, *self.layers, self.head):
             module.reset_parameters()
 
-    def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None) -> tuple[Tensor, Tensor]:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels,
-                                dtype=parameter_dtype(self))
+    def forward(self, x: Tensor, batch: Tensor | None = None, dim_size: int | None = None,
+                *, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
+                                  dtype=parameter_dtype(self))
         z = self.embedding(x)
         z = Zonotope(z.center + self.position(layout), z.generators)
         for layer in self.layers:

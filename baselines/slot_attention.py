@@ -3,11 +3,10 @@ import torch
 from torch import Tensor
 from torch.nn import GRUCell, LayerNorm, Linear, Parameter
 from torch_geometric.nn import MLP
-from torch_geometric.utils import scatter
 
 from mzlayers import FeedForward
 from mzlayers.layout import SetLayout
-from mzlayers.validate import parameter_dtype, resolve_layout
+from mzlayers.validate import parameter_dtype, resolve_input
 
 #: Added to the attention weights before the per-slot normalisation over the
 #: inputs, as in the original code (keeps slots that win no input finite).
@@ -44,7 +43,10 @@ class SlotAttention(torch.nn.Module):
         dropout (float, optional): Dropout in the slot MLP. (default: :obj:`0.1`)
 
     Shapes:
-        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`
+        - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
+          or, the static-shape path, a padded :obj:`x` :obj:`[B, n, in_channels]`
+          with :obj:`mask` :obj:`[B, n]` (:func:`~mzlayers.static.bucket_batch`;
+          shapes are checked, values are not read)
         - **output:** :obj:`[B, out_channels]`
     """
     def __init__(
@@ -86,19 +88,20 @@ class SlotAttention(torch.nn.Module):
 
     def updates(self, slots: Tensor, k: Tensor, v: Tensor, layout: SetLayout) -> Tensor:
         r"""One round of slot competition: the weighted input means
-        :math:`\mathbf{u}` :obj:`[B, K, d]` of :obj:`slots` :obj:`[B, K, d]`."""
+        :math:`\mathbf{u}` :obj:`[B, K, d]` of :obj:`slots` :obj:`[B, K, d]`
+        over the keys :obj:`k` and values :obj:`v` :obj:`[N, d]` of the rows
+        of :obj:`layout` (padding rows of a padded layout are skipped)."""
         q = self.lin_q(self.norm_slots(slots))  # [B, K, d]
         logits = (k.unsqueeze(1) * q[layout.batch]).sum(-1) / self.channels**0.5
         attn = logits.softmax(dim=-1) + ATTENTION_EPS  # [N, K], over slots
-        B = layout.num_sets
-        attn = attn / scatter(attn, layout.batch, dim=0, dim_size=B)[layout.batch]
-        return scatter(attn.unsqueeze(-1) * v.unsqueeze(1), layout.batch, dim=0,
-                       dim_size=B)  # [B, K, d]
+        total = layout.sum(attn)  # [B, K], over the real elements; 0 for empty sets
+        attn = attn / total.masked_fill(total == 0, 1.0)[layout.batch]
+        return layout.sum(attn.unsqueeze(-1) * v.unsqueeze(1))  # [B, K, d]
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None) -> Tensor:
-        layout = resolve_layout(x, batch, dim_size, self.in_channels,
-                                dtype=parameter_dtype(self))
+                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+        x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
+                                  dtype=parameter_dtype(self))
         h = self.norm_in(self.lin_in(x).relu())
         k, v = self.lin_k(h), self.lin_v(h)
         B, K, d = layout.num_sets, self.num_slots, self.channels

@@ -28,6 +28,16 @@ def dropout_active(model: torch.nn.Module) -> Iterator[None]:
             module.training = mode
 
 
+def predict(model: torch.nn.Module, x: Tensor, batch: Tensor | None,
+            dim_size: int | None, mask: Tensor | None) -> Tensor:
+    r"""The prediction of :obj:`model` for a ragged batch, or for a padded
+    one when :obj:`mask` is given (only then is :obj:`mask=` passed, so a
+    base model without a static-shape path still takes ragged batches)."""
+    out = model(x, batch, dim_size) if mask is None else \
+        model(x, batch, dim_size, mask=mask)
+    return prediction(out)
+
+
 def mean_std(samples: Tensor) -> tuple[Tensor, Tensor]:
     r"""Mean and (population) standard deviation over the first dimension."""
     return samples.mean(0), samples.std(0, unbiased=False)
@@ -51,7 +61,9 @@ class MCDropout(torch.nn.Module):
         num_samples (int, optional): Passes :math:`T`. (default: :obj:`30`)
 
     Shapes:
-        - **input:** as the base model
+        - **input:** as the base model: :obj:`x` :obj:`[N, F]`, :obj:`batch`
+          :obj:`[N]`; or a padded :obj:`x` :obj:`[B, n, F]` with :obj:`mask`
+          :obj:`[B, n]` (passed on; the base model validates it)
         - **output:** :obj:`(mean [B, out], std [B, out])`
     """
     def __init__(self, model: torch.nn.Module, num_samples: int = 30):
@@ -65,12 +77,13 @@ class MCDropout(torch.nn.Module):
         self.model.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None) -> tuple[Tensor, Tensor]:
+                dim_size: int | None = None, *,
+                mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         if self.training:
-            pred = prediction(self.model(x, batch, dim_size))
+            pred = predict(self.model, x, batch, dim_size, mask)
             return pred, torch.zeros_like(pred)
         with dropout_active(self.model):
-            samples = [prediction(self.model(x, batch, dim_size))
+            samples = [predict(self.model, x, batch, dim_size, mask)
                        for _ in range(self.num_samples)]
         return mean_std(torch.stack(samples))
 
@@ -97,7 +110,9 @@ class DeepEnsemble(torch.nn.Module):
         members (Sequence[torch.nn.Module]): The member models.
 
     Shapes:
-        - **input:** as the members
+        - **input:** as the members: :obj:`x` :obj:`[N, F]`, :obj:`batch`
+          :obj:`[N]`; or a padded :obj:`x` :obj:`[B, n, F]` with :obj:`mask`
+          :obj:`[B, n]` (passed on; every member validates it)
         - **output:** :obj:`(mean [B, out], std [B, out])`
     """
     def __init__(self, members: Sequence[torch.nn.Module]):
@@ -111,8 +126,9 @@ class DeepEnsemble(torch.nn.Module):
             member.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None) -> tuple[Tensor, Tensor]:
-        samples = [prediction(member(x, batch, dim_size)) for member in self.members]
+                dim_size: int | None = None, *,
+                mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        samples = [predict(member, x, batch, dim_size, mask) for member in self.members]
         return mean_std(torch.stack(samples))
 
     def __repr__(self) -> str:

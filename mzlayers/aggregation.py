@@ -3,11 +3,13 @@ r"""MZ Set Transformer aggregation as a PyG :class:`Aggregation`."""
 import torch
 from torch import Tensor
 from torch_geometric.nn.aggr import Aggregation
+from torch_geometric.utils import to_dense_batch
 
 from mzlayers.layout import SetLayout
 from mzlayers.mz_set_transformer import MZSetTransformerEncoder
 from mzlayers.validate import (
     check_dim_size,
+    check_index,
     check_shape,
     count_sets,
     in_autocast,
@@ -20,6 +22,17 @@ from mzlayers.zonotope import Zonotope
 SORT_HINT = (". Inside a MessagePassing layer (e.g. SAGEConv(aggr=...)), sort the edges "
              "by destination node first: data.sort(sort_by_row=False), or "
              "torch_geometric.utils.sort_edge_index(edge_index, sort_by_row=False)")
+
+
+def _check_ptr(ptr: Tensor, dim_size: int | None) -> None:
+    r"""The host-side checks of :obj:`ptr` (shape, dtype, :obj:`dim_size`)."""
+    if not torch.is_tensor(ptr) or ptr.dim() != 1 or ptr.numel() < 1 or \
+            ptr.dtype not in (torch.long, torch.int):
+        raise ValueError("'ptr' must be a one-dimensional integer tensor of "
+                         "[dim_size + 1] CSR offsets")
+    if dim_size is not None and dim_size != ptr.numel() - 1:
+        raise ValueError(f"Encountered invalid 'dim_size' (got '{dim_size}' but "
+                         f"'ptr' holds {ptr.numel() - 1} groups)")
 
 
 class MZSetTransformerAggregation(Aggregation):
@@ -53,9 +66,20 @@ class MZSetTransformerAggregation(Aggregation):
     :obj:`index`) aggregate to exactly zero.  Like PyG's version it requires
     a sorted :obj:`index`; an unsorted one raises a :class:`ValueError`
     that says how to sort the edges inside a conv layer.  :obj:`ptr` (CSR
-    offsets) is honoured; :obj:`max_num_elements`, which makes PyG's version
-    drop the elements beyond it, is rejected: every element is attended.
-    Inputs are validated with one host read per call.
+    offsets) is honoured.  Inputs are validated with one host read per call.
+
+    :obj:`max_num_elements=n` is PyG's static-size option, with PyG's
+    meaning: every group is padded to :math:`n` rows by
+    :func:`~torch_geometric.utils.to_dense_batch` (the elements of a group
+    beyond its first :math:`n` are dropped, as PyG's version drops them)
+    and attended with a mask (the ``'dense'`` kernel; ``'segment'`` is
+    refused).  With :obj:`dim_size` (or :obj:`ptr`) as well, the shapes
+    after the padding, :obj:`[dim_size, n]`, are fixed and nothing is read
+    from the device: only shapes and dtypes are checked, so :obj:`index`
+    must be sorted and below :obj:`dim_size` (unchecked, as in PyG's
+    static mode), and :func:`torch.compile` traces the call without a graph
+    break (the element count :obj:`N` stays the one dynamic size).  Without
+    :obj:`dim_size` the number of groups comes from the validating read.
 
     Args:
         channels (int): Size of each input sample.
@@ -90,6 +114,8 @@ class MZSetTransformerAggregation(Aggregation):
         - **input:** :obj:`x` :obj:`[N, channels]` (or a
           :class:`~mzlayers.zonotope.Zonotope` with :obj:`n_g` generators),
           :obj:`index` :obj:`[N]` or :obj:`ptr` :obj:`[dim_size + 1]`
+          (padded to :obj:`[dim_size, max_num_elements]` inside when
+          :obj:`max_num_elements` is given)
         - **output:** :obj:`[dim_size, k * channels]` (or
           :obj:`[dim_size, channels]` with :obj:`concat=False`); for a
           zonotope input, a :class:`~mzlayers.zonotope.Zonotope` with that
@@ -120,6 +146,7 @@ class MZSetTransformerAggregation(Aggregation):
         self.concat = concat
         self.layer_norm = layer_norm
         self.dropout = dropout
+        self.backend = backend
         self.num_generators = num_generators
         self.num_induced_points = num_induced_points
         self.encoder = MZSetTransformerEncoder(
@@ -160,18 +187,51 @@ class MZSetTransformerAggregation(Aggregation):
                     dtype=None if in_autocast(center) else parameter_dtype(self))
         if dim not in (0, -2):
             raise ValueError(f"'dim' must be -2 (or 0) for two-dimensional input (got {dim})")
-        if max_num_elements is not None:
-            raise ValueError(f"'max_num_elements' ({max_num_elements}) is not supported: "
-                             f"{type(self).__name__} attends every element of a group "
-                             f"(PyG's SetTransformerAggregation drops the elements beyond "
-                             f"it); pass max_num_elements=None")
         if isinstance(x, Zonotope) and x.num_generators != self.num_generators:
             raise ValueError(f"'x' has {x.num_generators} generators but the layer has "
                              f"num_generators={self.num_generators}")
         check_dim_size(dim_size)
-        layout = self._layout(x, index, ptr, dim_size)
+        if max_num_elements is None:
+            layout = self._layout(x, index, ptr, dim_size)
+        else:
+            x, layout = self._padded(x, index, ptr, dim_size, max_num_elements)
         # PyG's Aggregation.__call__ would re-check (and read index.max()).
         return torch.nn.Module.__call__(self, x, layout=layout)
+
+    def _padded(self, x, index: Tensor | None, ptr: Tensor | None, dim_size: int | None,
+                max_num_elements: int) -> tuple[Tensor | Zonotope, SetLayout]:
+        r"""The groups padded to :obj:`max_num_elements` rows each, as PyG's
+        :func:`~torch_geometric.utils.to_dense_batch` pads them (the
+        elements beyond are dropped), flattened to :obj:`[B * n, ...]`, and
+        their padded :class:`~mzlayers.layout.SetLayout`.  With
+        :obj:`dim_size` (or :obj:`ptr`) nothing is read from the device."""
+        if isinstance(max_num_elements, bool) or not isinstance(max_num_elements, int) \
+                or max_num_elements < 1:
+            raise ValueError(f"'max_num_elements' must be a positive int (got "
+                             f"{max_num_elements!r})")
+        if self.backend == 'segment':
+            raise ValueError("'max_num_elements' pads the groups, but the 'segment' "
+                             "backend takes ragged batches only (use 'auto' or 'dense')")
+        center = x.center if isinstance(x, Zonotope) else x
+        N = center.size(0)
+        check_index(index, N, 'index')
+        if ptr is not None:
+            _check_ptr(ptr, dim_size)
+            dim_size = ptr.numel() - 1
+            if index is None:  # the groups of the CSR offsets, without a device read
+                index = torch.arange(dim_size, device=center.device).repeat_interleave(
+                    ptr.diff(), output_size=N)
+        if dim_size is None:  # the number of groups: the validating read of the ragged path
+            dim_size = self._layout(x, index, None, None).num_sets
+        if index is None:
+            index = center.new_zeros(N, dtype=torch.long)
+        pad = dict(batch=index, max_num_nodes=max_num_elements, batch_size=dim_size)
+        dense, mask = to_dense_batch(center, **pad)  # [B, n, d], [B, n]
+        layout = SetLayout.padded(mask)
+        if not isinstance(x, Zonotope):
+            return dense.flatten(0, 1), layout
+        generators, _ = to_dense_batch(x.generators, **pad)  # [B, n, n_g, d]
+        return Zonotope(dense.flatten(0, 1), generators.flatten(0, 1)), layout
 
     def _layout(self, x, index: Tensor | None, ptr: Tensor | None,
                 dim_size: int | None) -> SetLayout:
@@ -183,13 +243,7 @@ class MZSetTransformerAggregation(Aggregation):
                                           hint=SORT_HINT)
             batch = index if index is not None else center.new_zeros(N, dtype=torch.long)
             return SetLayout(batch.long(), num_sets, counts)
-        if not torch.is_tensor(ptr) or ptr.dim() != 1 or ptr.numel() < 1 or \
-                ptr.dtype not in (torch.long, torch.int):
-            raise ValueError("'ptr' must be a one-dimensional integer tensor of "
-                             "[dim_size + 1] CSR offsets")
-        if dim_size is not None and dim_size != ptr.numel() - 1:
-            raise ValueError(f"Encountered invalid 'dim_size' (got '{dim_size}' but "
-                             f"'ptr' holds {ptr.numel() - 1} groups)")
+        _check_ptr(ptr, dim_size)
         values = read_host(torch.cat([ptr.long(), torch.stack(
             [~torch.isfinite(t.sum()) for t in finite]).long()]))
         offsets, flags = values[:ptr.numel()], values[ptr.numel():]

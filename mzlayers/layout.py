@@ -131,6 +131,23 @@ class SetLayout:
             self.count_tensor.new_zeros(1), self.count_tensor.cumsum(0)]))
 
     @property
+    def positions(self) -> Tensor:
+        r"""The position of every row in its set, :obj:`[N]`: its index
+        among the set's elements in input order.  In a padded layout the
+        real elements come first, in their order (position = rank among the
+        real elements), then the padding rows, so the rows of a set hold
+        the positions :obj:`0, ..., n - 1` once each.  No device read."""
+        def build():
+            if self.mask is None:
+                return torch.arange(self.num_elements, device=self.device) - \
+                    self.ptr.index_select(0, self.batch)
+            mask = self.mask.view(self.num_sets, -1).long()  # [B, n]
+            real = mask.cumsum(1) - 1  # rank among the real elements
+            pad = mask.sum(1, keepdim=True) + (1 - mask).cumsum(1) - 1  # after them
+            return torch.where(mask.bool(), real, pad).view(-1)
+        return self.cached(('positions',), build)
+
+    @property
     def nonempty(self) -> Tensor:
         r"""Boolean :obj:`[B]`, :obj:`True` for sets with at least one element."""
         if self.mask is not None:

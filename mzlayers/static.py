@@ -5,10 +5,10 @@ and the set sizes), so :func:`torch.compile` recompiles, or falls back to
 dynamic shapes, and a CUDA graph cannot be replayed.  :func:`bucket_batch`
 pads each set to :math:`n_b`, the next power of two of the largest set (or
 :obj:`min_size`), and returns :obj:`(x [B, n_b, F], mask [B, n_b])`; a model
-called with :obj:`mask=` (:class:`~mzlayers.SetTransformer`,
-:class:`~mzlayers.MZSetTransformer`) builds a padded
-:class:`~mzlayers.layout.SetLayout` from the shapes alone, reads nothing
-from the device and runs the dense attention kernel with the mask, so
+called with :obj:`mask=` builds a padded :class:`~mzlayers.layout.SetLayout`
+from the shapes alone (:func:`~mzlayers.validate.resolve_input`), reads
+nothing from the device, skips the padding in its set sums and means and
+runs the dense attention kernel with the mask, so
 :obj:`torch.compile(model, fullgraph=True)` traces one graph per bucket
 :obj:`(B, n_b)`::
 
@@ -20,6 +20,24 @@ Passing a fixed :obj:`dim_size` (the loader's batch size) also keeps
 :obj:`B` fixed: the last, smaller batch gets empty sets, which predict from
 an exactly zero pooled token.  The outputs equal the ragged path's up to
 rounding (the masked sums add zeros in another order).
+
+The models that take :obj:`mask=`:
+
+* :class:`~mzlayers.SetTransformer` and :class:`~mzlayers.MZSetTransformer`
+  (and so every named configuration, :func:`~mzlayers.build_set_transformer`);
+* every model of the :mod:`mzattn.baselines` registry: Deep Sets,
+  Perceiver, Slot Attention, Mamba + PMA, the sequence Transformers, EGNN
+  (the fully connected graph of each padded row, messages from padding
+  weighted 0), FiLM, HyperNet, LA-ST and MZ-GenQK (Set Transformers with
+  attention factories), and the MC-Dropout and Deep Ensemble wrappers
+  (which pass :obj:`mask` on);
+* :class:`~mzlayers.MZSetTransformerAggregation` takes PyG's own knob
+  instead: :obj:`max_num_elements` with :obj:`dim_size` pads the groups
+  inside, without a device read.
+
+A row's set is :obj:`x[b][mask[b]]` in row order, so the mask may put the
+real elements anywhere in the row; the order-dependent models read them in
+that order.
 """
 import torch
 from torch import Tensor

@@ -27,6 +27,7 @@ __all__ = [
     'check_shape',
     'check_batch',
     'check_dim_size',
+    'check_index',
     'count_sets',
     'check_choice',
     'resolve_layout',
@@ -104,6 +105,20 @@ def check_dim_size(dim_size) -> None:
         raise ValueError(f"'dim_size' must lie in [0, {MAX_DIM_SIZE}] (got {dim_size})")
 
 
+def check_index(batch: Tensor | None, num_elements: int, name: str = 'batch') -> None:
+    r"""The host-side part of :func:`count_sets`: :obj:`batch`, if given, is
+    a one-dimensional integer tensor with one entry per element (its values
+    are not read)."""
+    if batch is None:
+        return
+    if not torch.is_tensor(batch) or batch.dtype not in (torch.long, torch.int):
+        dtype = batch.dtype if torch.is_tensor(batch) else type(batch).__name__
+        raise ValueError(f"'{name}' must be an integer (torch.long) tensor (got {dtype})")
+    if batch.dim() != 1 or batch.numel() != num_elements:
+        raise ValueError(f"'{name}' must have shape [{num_elements}] (one set index "
+                         f"per element), got {tuple(batch.shape)}")
+
+
 def count_sets(batch: Tensor | None, num_elements: int, dim_size: int | None = None,
                finite: tuple[Tensor, ...] = (), name: str = 'batch',
                hint: str = '') -> tuple[int, list[int]]:
@@ -120,13 +135,7 @@ def count_sets(batch: Tensor | None, num_elements: int, dim_size: int | None = N
         hint (str, optional): Appended to the unsorted-index error.
     """
     check_dim_size(dim_size)
-    if batch is not None:
-        if not torch.is_tensor(batch) or batch.dtype not in (torch.long, torch.int):
-            dtype = batch.dtype if torch.is_tensor(batch) else type(batch).__name__
-            raise ValueError(f"'{name}' must be an integer (torch.long) tensor (got {dtype})")
-        if batch.dim() != 1 or batch.numel() != num_elements:
-            raise ValueError(f"'{name}' must have shape [{num_elements}] (one set index "
-                             f"per element), got {tuple(batch.shape)}")
+    check_index(batch, num_elements, name)
     finite = tuple(t for t in finite if t.numel())
     flags = [torch.isfinite(t.sum()).logical_not() for t in finite]
     counts = None

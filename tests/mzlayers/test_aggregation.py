@@ -9,6 +9,7 @@ from torch_geometric.nn.aggr import SetTransformerAggregation
 from mzlayers import MZISAB, MZSetTransformerAggregation, Zonotope
 from mzlayers.mz_blocks import MZISAB as _MZISAB
 from mzlayers.mz_blocks import MZSAB
+from tests.mzlayers.host_syncs import count_host_syncs
 
 X = torch.randn(7, 8, generator=torch.Generator().manual_seed(0))
 INDEX = torch.tensor([0, 0, 0, 2, 2, 2, 2])  # group 1 is empty
@@ -63,9 +64,57 @@ def test_ptr_is_honoured():
         aggr(X, torch.tensor([0, 0, 2, 2, 2, 2, 2]), ptr=PTR)
 
 
-def test_max_num_elements_is_rejected():
-    with pytest.raises(ValueError, match="'max_num_elements' .* not supported"):
-        MZSetTransformerAggregation(8)(X, INDEX, max_num_elements=2)
+def test_max_num_elements_pads_as_pyg():
+    aggr = MZSetTransformerAggregation(8, num_seed_points=2, heads=2).eval()
+    expected = aggr(X, INDEX, dim_size=5)  # groups 1, 3 and 4 are empty
+    for kwargs in (dict(index=INDEX, dim_size=5), dict(index=INDEX), dict(ptr=PTR)):
+        out = aggr(X, max_num_elements=8, **kwargs)
+        torch.testing.assert_close(out, expected[:out.size(0)], atol=1e-6, rtol=0)
+    # PyG's semantics: the elements beyond the first max_num_elements are dropped
+    keep = torch.tensor([0, 1, 3, 4])
+    torch.testing.assert_close(aggr(X, INDEX, dim_size=3, max_num_elements=2),
+                               aggr(X[keep], INDEX[keep], dim_size=3), atol=1e-6, rtol=0)
+    z = Zonotope(X, torch.randn(7, 8, 8))
+    out, expected = aggr(z, INDEX, max_num_elements=4), aggr(z, INDEX)
+    torch.testing.assert_close(out.center, expected.center, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out.generators, expected.generators, atol=1e-5, rtol=0)
+
+
+def test_max_num_elements_with_dim_size_reads_nothing_from_the_device():
+    aggr = MZSetTransformerAggregation(8, heads=2)
+    for kwargs in (dict(index=INDEX, dim_size=4), dict(ptr=PTR)):
+        with count_host_syncs() as syncs:
+            aggr(X, max_num_elements=4, **kwargs).sum().backward()
+        assert syncs.total == 0, syncs.ops
+    with count_host_syncs() as syncs:  # without dim_size: the validating read
+        aggr(X, INDEX, max_num_elements=4)
+    assert syncs.total == 1
+
+
+@pytest.mark.slow
+def test_max_num_elements_compiles_to_one_graph():
+    from torch._dynamo.testing import CompileCounterWithBackend
+    torch._dynamo.reset()
+    aggr = MZSetTransformerAggregation(8, heads=2).eval()
+    counter = CompileCounterWithBackend('aot_eager')
+    compiled = torch.compile(aggr, fullgraph=True, backend=counter)
+    for sizes in ((3, 0, 4), (5, 2, 1)):  # N is the one dynamic size
+        index = torch.repeat_interleave(torch.arange(3), torch.tensor(sizes))
+        x = torch.randn(index.numel(), 8)
+        torch._dynamo.mark_dynamic(x, 0)
+        torch._dynamo.mark_dynamic(index, 0)
+        torch.testing.assert_close(compiled(x, index, dim_size=4, max_num_elements=8),
+                                   aggr(x, index, dim_size=4), atol=1e-5, rtol=1e-5)
+    assert counter.frame_count == 1
+
+
+def test_max_num_elements_errors():
+    with pytest.raises(ValueError, match="'max_num_elements' must be a positive int"):
+        MZSetTransformerAggregation(8)(X, INDEX, max_num_elements=0)
+    with pytest.raises(ValueError, match="'max_num_elements' must be a positive int"):
+        MZSetTransformerAggregation(8)(X, INDEX, max_num_elements=True)
+    with pytest.raises(ValueError, match="'segment' backend takes ragged batches only"):
+        MZSetTransformerAggregation(8, backend='segment')(X, INDEX, max_num_elements=4)
 
 
 def test_unsorted_index_says_how_to_sort_it():
