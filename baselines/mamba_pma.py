@@ -95,10 +95,18 @@ class MambaPMA(torch.nn.Module):
             width = max(layout.counts)  # host sizes: no device sync
             rows = layout.batch * width + layout.positions  # real elements first, in order
             dense = h.new_zeros(layout.num_sets * width, h.size(-1)).index_copy(0, rows, h)
-            dense = self.mamba(dense.view(layout.num_sets, width, -1))  # [B, n_max, d]
+            dense = _scan(self.mamba, dense.view(layout.num_sets, width, -1))  # [B, n_max, d]
             h = dense.flatten(0, 1).index_select(0, rows)  # [N, d]
         return self.head(h, layout)
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.in_channels}, {self.out_channels}, '
                 f'channels={self.channels}, num_layers={self.num_layers})')
+
+
+@torch._dynamo.disable(recursive=True)
+def _scan(mamba: torch.nn.Module, x: Tensor) -> Tensor:
+    # mambapy's parallel scan pads to a power of two of the length, a size that inductor's
+    # symbolic shapes cannot compare ("cannot determine truth value of Relational"): the
+    # scan runs eagerly behind a graph break, as the segment kernel does
+    return mamba(x)
