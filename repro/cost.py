@@ -84,6 +84,7 @@ def step_seconds(model: str, overrides: dict[str, Any], x: torch.Tensor, batch: 
     on the sets :obj:`x [N, F]` with set index :obj:`batch [N]`, on one
     torch thread: the fastest of :obj:`PROBE_STEPS` after a warm-up."""
     from mzattn.baselines import build_model
+    from mzattn.baselines.uncertainty import prediction
     times = []
     # the caller's random state and threads stay as they were
     with torch.random.fork_rng(devices=[]), _one_thread():
@@ -91,7 +92,7 @@ def step_seconds(model: str, overrides: dict[str, Any], x: torch.Tensor, batch: 
         net = build_model(model, x.size(-1), out_channels, **overrides)
         for _ in range(1 + PROBE_STEPS):
             start = time.perf_counter()
-            _loss(net(x, batch)).backward()
+            prediction(net(x, batch)).square().mean().backward()
             times.append(time.perf_counter() - start)
     return min(times[1:])
 
@@ -106,7 +107,3 @@ def _one_thread() -> Iterator[None]:
     finally:
         torch.set_num_threads(threads)
 
-
-def _loss(out: Any) -> torch.Tensor:
-    # a model returns a prediction, or a tuple whose first entry is one (MZ models: (pred, width))
-    return (out[0] if isinstance(out, tuple) else out).square().mean()
