@@ -334,7 +334,9 @@ def dispatch(runs: Sequence[Run], options: RunOptions, launch_options: LaunchOpt
     calls :obj:`on_done(run.cell, status)` as each ends; those that
     finished before end at once as :obj:`"skipped"`. A pool of N workers
     starts the costliest runs first (:func:`~mzattn.repro.cost.by_cost`)
-    unless :obj:`keep_order` (a campaign's priorities)."""
+    unless :obj:`keep_order` (a campaign's priorities), and so does a SLURM
+    job array that holds more runs than its :obj:`--slurm-array-parallelism`
+    (SLURM starts the waiting tasks of an array in index order)."""
     runs = _unfinished(runs, on_done)
     if launch_options.launcher == "slurm":
         try:
@@ -343,6 +345,7 @@ def dispatch(runs: Sequence[Run], options: RunOptions, launch_options: LaunchOpt
             raise ValueError("'--launcher slurm' needs submitit: pip install "
                              "'mzattn[repro]'") from error
         slurm = launch_options.slurm  # the nodes see the results folder by its absolute path
+        runs = _costliest_first(runs, slurm.parallelism, keep_order)
         run_on_slurm([replace(run, out=osp.abspath(run.out), threads=slurm.cpus)
                       for run in runs], slurm, on_done)
         return
@@ -356,9 +359,16 @@ def dispatch(runs: Sequence[Run], options: RunOptions, launch_options: LaunchOpt
     jobs = launch_options.jobs or max(1, gpus * launch_options.cells_per_gpu)
     threads = launch_options.threads or default_threads(jobs)
     slots = gpu_slots(jobs, launch_options.cells_per_gpu, visible_devices(gpus))
-    if len(runs) > jobs and not keep_order:  # so that no costly run ends the sweep alone
-        runs = by_cost(runs)
+    runs = _costliest_first(runs, jobs, keep_order)
     run_in_processes([replace(run, threads=threads) for run in runs], slots, on_done, threads)
+
+
+def _costliest_first(runs: list[Run], at_once: int, keep_order: bool) -> list[Run]:
+    # When more runs wait than run at once, the costliest start first, so that no costly run
+    # starts last and ends the sweep alone (longest-processing-time-first).
+    if keep_order or len(runs) <= at_once:
+        return runs
+    return by_cost(runs)
 
 
 def _unfinished(runs: Sequence[Run], on_done: Callable[[Any, str], None]) -> list[Run]:

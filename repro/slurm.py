@@ -121,9 +121,10 @@ def _state(job: submitit.Job, queued: dict[str, str], missing: dict[str, int]) -
 
 def run_on_slurm(runs: Sequence[Run], slurm: SlurmOptions,
                  on_done: Callable[[Any, str], None]) -> None:
-    r"""Submits one job array per table of :obj:`runs` and polls them
-    until every run has ended, printing progress and calling
-    :obj:`on_done(run.cell, status)` for each."""
+    r"""Submits one job array per table of :obj:`runs` (task :obj:`i` of
+    an array is the table's :obj:`i`-th run, so SLURM starts them in their
+    order) and polls them until every run has ended, printing progress and
+    calling :obj:`on_done(run.cell, status)` for each."""
     progress = Progress("slurm", [run.cell for run in runs])
     pending: dict[str, tuple[Run, submitit.Job]] = {}
     for table in dict.fromkeys(run.cell.table for run in runs):

@@ -5,6 +5,7 @@ on the PATH will do)."""
 import glob
 import json
 import os.path as osp
+import pickle
 import re
 import shutil
 import subprocess
@@ -45,9 +46,12 @@ def _wait_for(pattern: str, timeout: float = 600) -> str:
     raise TimeoutError(f"nothing matches {pattern}")
 
 
+def _cell_paths(out: str) -> list[str]:
+    return sorted(glob.glob(osp.join(out, TABLE, "cells", "*.json")))
+
+
 def _cells(out: str) -> dict[str, dict]:
-    paths = sorted(glob.glob(osp.join(out, TABLE, "cells", "*.json")))
-    return {osp.basename(p): outcome(json.load(open(p))) for p in paths}
+    return {osp.basename(p): outcome(json.load(open(p))) for p in _cell_paths(out)}
 
 
 def _report(out: str) -> str:
@@ -66,6 +70,29 @@ def test_slurm_cells_and_report_equal_a_local_run(tmp_path):
     assert len(cells) == 4 and all(c["status"] == "ok" for c in cells.values())
     assert _cells(slurm) == cells
     assert _report(slurm) == _report(local)
+
+
+def _array_order(out: str) -> list[str]:
+    # the cells of the table's job array by task index, from submitit's pickles
+    paths = glob.glob(osp.join(out, TABLE, "slurm", "*_*_submitted.pkl"))
+    index = {p: int(osp.basename(p).split("_")[1]) for p in paths}
+    cells = []
+    for path in sorted(paths, key=index.get):
+        with open(path, "rb") as f:  # our own pickles, written by this test's run
+            cells.append(pickle.load(f).function.run.cell.cell_id)
+    return cells
+
+
+def test_a_capped_array_starts_its_cells_in_index_order(tmp_path):
+    # One task at a time (%1): SLURM runs them in index order, which the launcher made the
+    # costliest first (tests/repro/test_cost.py checks that order).
+    out = str(tmp_path / "capped")
+    assert _run(out, *SLURM, "--slurm-array-parallelism", "1").returncode == 0
+    order = _array_order(out)
+    assert len(order) == 4
+    records = [json.load(open(path)) for path in _cell_paths(out)]
+    finished = {record["cell_id"]: record["finished_at"] for record in records}
+    assert sorted(order, key=finished.get) == order
 
 
 def test_unknown_partition_fails_each_cell_in_plain_words(tmp_path):

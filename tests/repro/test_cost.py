@@ -1,14 +1,17 @@
 from dataclasses import dataclass
 
 import mzattn.repro.launch as launch_module
+import pytest
 import torch
 from mzattn.datasets.synthetic.tasks import get_config
 from mzattn.repro.cells import RunOptions
 from mzattn.repro.cost import PROBE_SETS, by_cost, probe_batch, step_seconds, training_cost
 from mzattn.repro.launch import CellRun, launch
-from mzattn.repro.options import LaunchOptions
+from mzattn.repro.options import LaunchOptions, SlurmOptions
 from mzattn.repro.runner import grid
 from mzattn.repro.tables import load_spec
+
+slurm_module = pytest.importorskip("mzattn.repro.slurm")  # needs submitit (mzattn[repro])
 
 
 @dataclass(frozen=True)
@@ -65,12 +68,15 @@ def test_the_probe_leaves_the_random_state_and_threads_alone():
     assert torch.get_num_threads() == threads
 
 
-def _started(monkeypatch, tmp_path, cells, **kwargs):
+def _started(monkeypatch, tmp_path, cells, launch_options=None, **kwargs):
+    # the runs in the order the launcher hands them on, to the pool or to SLURM
     started = []
     monkeypatch.setattr(launch_module, "run_in_processes",
                         lambda runs, slots, on_done, threads: started.extend(runs))
+    monkeypatch.setattr(slurm_module, "run_on_slurm",
+                        lambda runs, slurm, on_done: started.extend(runs))
     launch(cells, "smoke", str(tmp_path), RunOptions(accelerator="cpu"),
-           LaunchOptions(jobs=2, threads=1), **kwargs)
+           launch_options or LaunchOptions(jobs=2, threads=1), **kwargs)
     return started
 
 
@@ -81,6 +87,20 @@ def test_jobs_start_the_costliest_first(monkeypatch, tmp_path):
     assert costs == sorted(costs, reverse=True)
     assert started[0].cell.row.model == "mz-full"
     assert sorted(run.cell.cell_id for run in started) == sorted(c.cell_id for c in cells)
+
+
+@pytest.mark.parametrize("parallelism,costliest_first", [(2, True), (64, False)])
+def test_a_capped_slurm_array_starts_the_costliest_first(monkeypatch, tmp_path, parallelism,
+                                                        costliest_first):
+    cells = grid(load_spec("table6"), "smoke", ["Standard", "MZ-Full (n_g=8, L=4)"])
+    slurm = LaunchOptions(launcher="slurm", slurm=SlurmOptions(parallelism=parallelism))
+    started = _started(monkeypatch, tmp_path, cells, slurm)
+    assert sorted(run.cell.cell_id for run in started) == sorted(c.cell_id for c in cells)
+    if costliest_first:  # more cells than run at once
+        costs = [run.cost() for run in started]
+        assert costs == sorted(costs, reverse=True) and started[0].cell.row.model == "mz-full"
+    else:  # all start at once: the table's order, and no probe
+        assert [run.cell.cell_id for run in started] == [cell.cell_id for cell in cells]
 
 
 def test_an_analysis_training_costs_its_profile(tmp_path):
