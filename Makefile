@@ -22,8 +22,8 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check .
 
-test: lint
-	$(BIN)/python -m pytest -q
+test: lint  # one test process per core; tests/conftest.py gives each one torch thread
+	$(BIN)/python -m pytest -q -n auto
 
 # The image built and run on a real Docker engine (docker/engine_test.py; docs/docker.md).
 # Root starts an engine when none runs; KEEP=1 keeps the images, results and engine.

@@ -1,8 +1,15 @@
+import os
 import warnings
 
-import pytest
-import torch
+# Unit tests run small tensors: one torch thread per test process (and per process a test
+# starts) is faster than several, and never waits at a barrier for a busy core. `make test`
+# runs one test process per core (pytest-xdist). Set OMP_NUM_THREADS to choose otherwise.
+os.environ.setdefault('OMP_NUM_THREADS', '1')
 
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(int(os.environ['OMP_NUM_THREADS']))
 warnings.filterwarnings('ignore', category=FutureWarning)
 
 
