@@ -1,18 +1,19 @@
 r"""Published verdicts: a claim's check, judged by the runs behind it.
 
 A claim's check (:mod:`mzattn.repro.claims`) only compares numbers. Its
-verdict also asks whether those numbers can decide the claim:
+verdict also asks whether those numbers can decide the claim. A check
+decides only on runs that can: every cell behind it ran under the paper's
+protocol (profile :obj:`full`: the paper's split sizes, batch, optimiser
+and epoch cap) and converged (:func:`mzattn.repro.convergence.convergence`),
+for every seed, on a column whose target the paper defines.
 
-- **reproduced**: every condition holds on the cells that ran;
-- **contradicted**: a condition fails, and every cell behind the failing
-  conditions ran under the paper's protocol (profile :obj:`full`: the
-  paper's split sizes, batch, optimiser and epoch cap) and converged
-  (:func:`mzattn.repro.convergence.convergence`), for every seed, on a
-  column whose target the paper defines;
-- **inconclusive**: a condition fails, but some cell behind it ran at a
-  reduced budget, did not converge, or sits on a column whose target is our
-  reading of an undefined one (:obj:`Column.reading`); the reasons name the
-  cells;
+- **reproduced**: every condition holds, on cells that can decide;
+- **contradicted**: a condition fails, and the cells behind the failing
+  conditions can decide;
+- **inconclusive**: the check passes or fails, but some cell behind it ran
+  at a reduced budget, did not converge, or sits on a column whose target is
+  our reading of an undefined one (:obj:`Column.reading`); the reasons name
+  the cells;
 - **not run**: a cell the claim needs has no finished run;
 - **pipeline check only**: every record is from the :obj:`smoke` profile,
   which checks that the pipeline runs, not what it computes (a claim whose
@@ -33,7 +34,7 @@ VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_RUN, PIPELINE_ONLY)
 r"""Every published verdict."""
 
 DECIDING_PROFILE = "full"
-r"""The only profile whose converged cells can contradict a claim."""
+r"""The only profile whose converged cells can decide a claim."""
 
 Cell = tuple[str, str]
 
@@ -75,32 +76,42 @@ def convergence_summary(results: Results, cells: Iterable[Cell]) -> str:
 
 def decide(results: Results, check: Verdict, read: set[Cell]) -> Verdict:
     r"""The published verdict of a claim whose check returned :obj:`check`
-    after reading the cells :obj:`read` (:meth:`Results.tracking`)."""
+    after reading the cells :obj:`read` (:meth:`Results.tracking`): a pass
+    rests on every cell read, a failure on the cells of its failing
+    conditions."""
     summary = convergence_summary(results, read)
     check = replace(check, read=tuple(sorted(read)), convergence=summary)
     if results.profiles == ["smoke"] and check.status != NOT_RUN:
         return replace(check, status=PIPELINE_ONLY)
-    if check.status != NOT_REPRODUCED:
+    if check.status not in (REPRODUCED, NOT_REPRODUCED):
         return check
-    failing = check.cells if check.cells is not None else read
-    reasons = _readings(results, failing) + _unsettled(results, failing)[0]
+    passed = check.status == REPRODUCED
+    behind = read if passed or check.cells is None else check.cells
+    reasons = _readings(results, behind) + _unsettled(results, behind)[0]
     if not reasons:
-        return replace(check, status=CONTRADICTED)
-    shown = "; ".join(reasons[:4]) + (f"; and {len(reasons) - 4} more" if len(reasons) > 4
-                                       else "")
-    return replace(check, status=INCONCLUSIVE, detail=f"{check.detail}. Cannot decide: {shown}")
+        return replace(check, status=REPRODUCED if passed else CONTRADICTED)
+    return _inconclusive(check, reasons)
 
 
 def decide_study(check: Verdict, profiles: list[str], why: str | None = None) -> Verdict:
     r"""The published verdict of an analysis claim (Tables 19-21, the TDOF
-    probes, Table 3's sensitivity study), decided on study records whose
+    probes, Table 3's sensitivity study), checked on study records whose
     models keep no learning curve, or whose claim is about the study rather
-    than the paper: a failed check there is never "contradicted" (:obj:`why`
-    says why at the paper's protocol)."""
+    than the paper: it is never decided, whether the check passes or fails
+    (:obj:`why` says why at the paper's protocol)."""
     if profiles == ["smoke"] and check.status != NOT_RUN:
         return replace(check, status=PIPELINE_ONLY)
-    if check.status != NOT_REPRODUCED:
+    if check.status not in (REPRODUCED, NOT_REPRODUCED):
         return check
     why = "reduced profile" if profiles != [DECIDING_PROFILE] else \
         why or "the study's models keep no learning curve to judge convergence"
-    return replace(check, status=INCONCLUSIVE, detail=f"{check.detail}. Cannot decide: {why}")
+    return _inconclusive(check, [why])
+
+
+def _inconclusive(check: Verdict, reasons: list[str]) -> Verdict:
+    # The check's outcome, and why the runs behind it cannot decide (the first four reasons).
+    shown = "; ".join(reasons[:4]) + (f"; and {len(reasons) - 4} more" if len(reasons) > 4
+                                       else "")
+    outcome = "the check passes" if check.status == REPRODUCED else "the check fails"
+    detail = f"{check.detail}; {outcome}" if check.detail else outcome.capitalize()
+    return replace(check, status=INCONCLUSIVE, detail=f"{detail}, but cannot decide: {shown}")

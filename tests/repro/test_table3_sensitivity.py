@@ -110,7 +110,8 @@ def test_pattern_names_the_variant_that_reproduces_it():
     assert pattern(results, "unit sets").status == NOT_RUN
     assert matching_variants(results) == ["corner"]
     [(_, published)] = verdicts(SPEC, results)
-    assert published.status == REPRODUCED and "reproduced on corner" in published.detail
+    assert published.status == INCONCLUSIVE  # a study's check passes or fails, never decides
+    assert "reproduced on corner" in published.detail and "the check passes" in published.detail
     assert set(PMA_ROWS) < {row.label for row in SPEC.rows}
 
 

@@ -101,13 +101,28 @@ def test_reduced_profiles_never_contradict(tmp_path, profile, status):
     assert _headline(out).status == status
 
 
-def test_a_passing_claim_is_reproduced_whatever_the_profile(tmp_path):
-    out = str(tmp_path)
-    _write(out, "MZAttn-Full", 0.7, _record(CLIMBING, cap=40, profile="quick"))
+def _passing(out, record):
+    _write(out, "MZAttn-Full", 0.7, record)
     for row in ("Standard", "ST-Large", "HyperNet (r=8)", "HyperNet (r=64, full key-rank)",
                 "Perceiver", "LA-ST (Linear Attn.)"):
-        _write(out, row, 0.01, _record(CLIMBING, cap=40, profile="quick"))
-    assert _headline(out).status == REPRODUCED
+        _write(out, row, 0.01, record)
+    return _headline(out)
+
+
+def test_a_passing_claim_on_converged_full_cells_is_reproduced(tmp_path):
+    verdict = _passing(str(tmp_path), _record(PLATEAU, cap=40))
+    assert verdict.status == REPRODUCED, verdict.detail
+
+
+@pytest.mark.parametrize("profile,cap,reason", [
+    ("quick", 40, "quick profile; "),
+    ("full", 40, "cap of 40 epochs reached, best val loss still"),
+])
+def test_a_passing_claim_on_runs_that_cannot_decide_is_inconclusive(tmp_path, profile, cap,
+                                                                    reason):
+    verdict = _passing(str(tmp_path), _record(CLIMBING, cap=cap, profile=profile))
+    assert verdict.status == INCONCLUSIVE
+    assert "the check passes, but cannot decide: " in verdict.detail and reason in verdict.detail
 
 
 def test_report_names_what_ran_and_draws_curves(tmp_path):
