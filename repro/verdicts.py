@@ -49,9 +49,14 @@ def cell_state(record: dict[str, Any]) -> str | None:
 
 
 def _readings(results: Results, cells: Iterable[Cell]) -> list[str]:
-    # "column: target is our reading (...)" for every column of cells the paper leaves undefined.
-    columns = (results.spec.column(label) for label in sorted({c for _, c in cells}))
-    return [f"{c.label}: target is our reading ({c.reading})" for c in columns if c.reading]
+    # "A, B: targets are our reading (...)" for the columns of cells the paper leaves
+    # undefined, one line per reading.
+    columns: dict[str, list[str]] = {}
+    for column in (results.spec.column(label) for label in sorted({c for _, c in cells})):
+        if column.reading:
+            columns.setdefault(column.reading, []).append(column.label)
+    return [f"{', '.join(labels)}: {'targets are' if len(labels) > 1 else 'target is'} our "
+            f"reading ({reading})" for reading, labels in columns.items()]
 
 
 def _unsettled(results: Results, cells: Iterable[Cell]) -> tuple[list[str], int]:

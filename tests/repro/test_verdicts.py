@@ -42,8 +42,8 @@ def test_old_records_without_history_are_marked():
     assert not state.converged and state.reason == "no history (20 epochs)"
 
 
-def _write(out, row, r2, record, spec=SPEC):
-    column = spec.columns[0]
+def _write(out, row, r2, record, spec=SPEC, column=None):
+    column = column or spec.columns[0]
     cell = Cell(spec.key, next(r for r in spec.rows if r.label == row), column, 0)
     write_json_atomic(record | {"version": RECORD_VERSION, "cell_id": cell.cell_id,
                                 "metrics": {"r2": r2, "mse": 1.0},
@@ -91,6 +91,19 @@ def test_a_column_that_is_our_reading_never_contradicts(tmp_path):
     assert "Max: target is our reading (the paper does not say" in verdict.detail
     assert verdict.convergence == "4/4 runs at the paper's protocol and converged"
     assert "- Max: the paper does not say how" in open(write_report(TABLE29, out)).read()
+
+
+def test_columns_that_share_a_reading_are_named_once(tmp_path):
+    # Table 29's first claim reads every column; all four share one reading
+    out = str(tmp_path)
+    for column in TABLE29.columns:
+        for row in TABLE29.rows:
+            _write(out, row.label, 0.5, _record(PLATEAU, cap=40), spec=TABLE29, column=column)
+    results = Results(TABLE29, load_records(out, TABLE29.key))
+    verdict = dict(verdicts(TABLE29, results))[TABLE29.claims[0].text]
+    assert verdict.status == INCONCLUSIVE, verdict.detail
+    assert verdict.detail.count("our reading") == 1
+    assert "Max, Median, Range, Sum: targets are our reading (" in verdict.detail
 
 
 @pytest.mark.parametrize("profile,status", [("quick", INCONCLUSIVE), ("smoke", PIPELINE_ONLY)])
