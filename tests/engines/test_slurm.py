@@ -74,10 +74,9 @@ def test_slurm_cells_and_report_equal_a_local_run(tmp_path):
 
 def _array_order(out: str) -> list[str]:
     # the cells of the table's job array by task index, from submitit's pickles
-    paths = glob.glob(osp.join(out, TABLE, "slurm", "*_*_submitted.pkl"))
-    index = {p: int(osp.basename(p).split("_")[1]) for p in paths}
+    paths = glob.glob(osp.join(out, TABLE, "slurm", "*_*_submitted.pkl"))  # {job}_{task}_…
     cells = []
-    for path in sorted(paths, key=index.get):
+    for path in sorted(paths, key=lambda p: int(osp.basename(p).split("_")[1])):
         with open(path, "rb") as f:  # our own pickles, written by this test's run
             cells.append(pickle.load(f).function.run.cell.cell_id)
     return cells
