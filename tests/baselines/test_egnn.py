@@ -64,6 +64,37 @@ def test_coordinate_updates_are_equivariant():
     assert (h1 - h2).abs().max() < 1e-10
 
 
+def equations_written_out(conv, h, pos, sets):
+    # Eqs. 3-6 pair by pair, phi_e on the concatenation [h_i, h_j, d_ij] (the paper's form)
+    h_out, pos_out = h.clone(), pos.clone()
+    for members in sets:
+        for i in members:
+            others = [j for j in members if j != i]
+            m_ij = [torch.nn.functional.silu(conv.lin_edge(torch.cat(
+                [h[i], h[j], (pos[i] - pos[j]).pow(2).sum(0, keepdim=True)]))) for j in others]
+            shifts = [(pos[i] - pos[j]) * conv.lin_coord(m)
+                      for j, m in zip(others, m_ij, strict=True)]
+            shift = sum(shifts, torch.zeros_like(pos[i]))
+            m_i = sum(m_ij, torch.zeros_like(h[i])) / max(len(others), 1)
+            h_out[i] = h[i] + conv.lin_node(torch.cat([h[i], m_i]))
+            pos_out[i] = pos[i] + shift / max(len(others), 1)
+    return h_out, pos_out
+
+
+def test_conv_matches_the_equations_written_out():
+    conv = EGNNConv(6).double()
+    torch.nn.init.normal_(conv.lin_coord.weight)  # non-trivial coordinate updates
+    batch = torch.tensor([0, 0, 0, 0, 1, 1, 1, 3])  # set 2 is empty, set 3 a singleton
+    layout = SetLayout.from_batch(batch, batch.numel(), 4, batch.device)
+    h = torch.randn(batch.numel(), 6, dtype=torch.float64)
+    pos = torch.randn(batch.numel(), 3, dtype=torch.float64)
+    with torch.no_grad():
+        expected = equations_written_out(conv, h, pos, [[0, 1, 2, 3], [4, 5, 6], [7]])
+        got = conv(h, pos, fully_connected_edges(layout))
+    for a, b in zip(got, expected, strict=True):
+        assert (a - b).abs().max() < 1e-12
+
+
 def test_bad_coord_index_raises():
     with pytest.raises(ValueError, match="'coord_index'"):
         EGNN(4, 1, coord_index=[0, 4])
