@@ -245,7 +245,10 @@ def _callbacks(profile: Profile, ckpt_dir: str, progress: bool,
     callbacks = [
         history,
         ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/loss", mode="min",
-                        save_top_k=1, save_last=True),
+                        save_top_k=1),
+        # last.ckpt after every epoch, once the best one is saved: save_last=True above writes
+        # it only in the epochs where val/loss improves, so a kill in a plateau lost them
+        ModelCheckpoint(dirpath=ckpt_dir, filename="last", enable_version_counter=False),
         EarlyStopping(monitor="val/loss", mode="min", patience=profile.patience),
         StopBetweenSteps(osp.join(ckpt_dir, "last.ckpt")),
     ]

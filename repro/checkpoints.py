@@ -75,7 +75,9 @@ class StopBetweenSteps(pl.Callback):
     with :class:`~mzattn.repro.faults.Interrupted`. A signal during the last
     step of an epoch or its validation stops the run once the epoch's own
     :obj:`last.ckpt` is written (at the next epoch's start, or at the end of
-    training).
+    training). Resumed from the end of the epoch where early stopping fired,
+    the cell stops before training again, as it would have without the
+    signal.
 
     Resuming from a mid-epoch checkpoint continues the epoch with its
     remaining batches, in the same order (:class:`ResumableLoader` records
@@ -95,6 +97,11 @@ class StopBetweenSteps(pl.Callback):
         self._rng: dict[str, Any] | None = None
 
     def on_train_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        early = trainer.early_stopping_callback
+        if early is not None and early.stopped_epoch > 0:
+            # restored from the end of the epoch where early stopping fired (a signal came
+            # during it): Lightning keeps the counters, not the decision, so stop here
+            trainer.should_stop = True
         if self._rng is not None:  # restored from a checkpoint
             torch.set_rng_state(self._rng["cpu"])
             if self._rng["cuda"] and len(self._rng["cuda"]) == torch.cuda.device_count():

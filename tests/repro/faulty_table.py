@@ -1,7 +1,9 @@
 r"""A tiny table script for the fault tests, run as a real process:
 :obj:`python faulty_table.py --profile smoke --out DIR ...`. Column
 :obj:`slow` trains for :obj:`$FAULTY_EPOCHS` epochs (default 10,000, i.e.
-until a signal stops it) of 8 batches; the other columns take one to three
+until a signal stops it) of 8 batches; column :obj:`stalls` trains epochs
+of 8 batches at learning rate 1e-30 (no change) with patience 1, so that early stopping
+fires at the end of its second epoch; the other columns take one to three
 epochs. :obj:`$FAULTY_SIGNAL=NAME@EPOCH:BATCH` (e.g. :obj:`SIGTERM@1:3`, both
 0-based) makes the process send itself that signal during that training
 step, once."""
@@ -17,14 +19,14 @@ from mzattn.repro.spec import SMOKE, Column, Row, TableSpec
 
 def spec(epochs: int = 10_000) -> TableSpec:
     r"""The table, its :obj:`slow` column capped at :obj:`epochs`."""
-    def column(label: str, max_epochs: int, **training: int) -> Column:
+    def column(label: str, max_epochs: int, **training: float) -> Column:
         return Column(label, "meb", {"d": 4},
                       training={"max_epochs": max_epochs, "patience": max_epochs, **training})
     profile = dataclasses.replace(SMOKE, warmup_epochs=0)
     return TableSpec(
         key="tiny", title="tiny", rows=(Row("Standard", "standard"),),
         columns=(column("fast", 1), column("slow", epochs, batch_size=4), column("c3", 3),
-                 column("c4", 3)),
+                 column("c4", 3), column("stalls", 50, batch_size=4, patience=1, lr=1e-30)),
         profiles={"smoke": profile, "quick": profile, "full": profile})
 
 

@@ -140,6 +140,26 @@ def test_a_signal_mid_epoch_keeps_the_step_and_the_resumed_run_is_the_uninterrup
     assert resumed["metrics"] == pytest.approx(expected["metrics"], rel=1e-6, abs=1e-9)
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_in_the_epoch_where_early_stopping_fires_is_not_followed_by_another_epoch(
+        tmp_path, data_root, signum):
+    stalls, name = _cell("stalls"), signal.Signals(signum).name
+    out = str(tmp_path)
+    # during the last step of epoch 1: held until the epoch's validation (where early stopping
+    # fires) and its last.ckpt are done
+    proc = _start(out, data_root, "stalls", FAULTY_SIGNAL=f"{name}@1:7")
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 128 + signum, stderr
+    assert safe_load(osp.join(checkpoint_dir(out, stalls), "last.ckpt"))["epoch"] == 1
+    assert read_record(cell_path(out, stalls)) is None
+    proc = _start(out, data_root, "stalls")
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    record = read_record(cell_path(out, stalls))
+    assert record["resumed"] and record["stopped_early"] and record["epochs"] == 2
+    assert [h["epoch"] for h in record["history"]] == [1, 2]
+
+
 def test_stop_on_signals_restores_the_handlers():
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(faults.Interrupted) as info, faults.stop_on_signals():
