@@ -45,6 +45,11 @@ class MambaPMA(torch.nn.Module):
             (default: :obj:`1`)
         dropout (float, optional): Dropout in PMA/SAB. (default: :obj:`0.1`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        scan (str, optional): Selective-scan kernel: :obj:`'sequential'`
+            (a loop over time, the fastest on a CPU), :obj:`'parallel'`
+            (:mod:`mambapy`'s parallel scan, meant for GPUs) or
+            :obj:`'auto'` (parallel on CUDA, else sequential); see
+            :mod:`~mzattn.baselines.selective_scan`. (default: :obj:`'auto'`)
 
     Shapes:
         - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
@@ -65,6 +70,7 @@ class MambaPMA(torch.nn.Module):
         num_decoder_blocks: int = 1,
         dropout: float = 0.1,
         backend: str = 'auto',
+        scan: str = 'auto',
     ):
         super().__init__()
         self.in_channels = in_channels
@@ -73,7 +79,9 @@ class MambaPMA(torch.nn.Module):
         self.num_layers = num_layers
         self.lin_in = Linear(in_channels, channels)
         mamba = require('mambapy.mamba', 'mamba', 'the mamba-pma baseline')
-        self.mamba = mamba.Mamba(mamba.MambaConfig(d_model=channels, n_layers=num_layers))
+        from mzattn.baselines.mamba_encoder import MambaEncoder  # imports mambapy
+        self.mamba = MambaEncoder(mamba.MambaConfig(d_model=channels, n_layers=num_layers),
+                                  scan=scan)
         self.head = PoolingHead(channels, out_channels, num_seed_points=num_seed_points,
                                 num_decoder_blocks=num_decoder_blocks, heads=heads,
                                 ff_channels=ff_channels, dropout=dropout, backend=backend)
@@ -82,7 +90,8 @@ class MambaPMA(torch.nn.Module):
     def reset_parameters(self):
         self.lin_in.reset_parameters()
         # mambapy initialises in its constructors only: copy a fresh draw.
-        fresh = type(self.mamba)(self.mamba.config).to(self.lin_in.weight.device)
+        fresh = type(self.mamba)(self.mamba.config, scan=self.mamba.scan)
+        fresh = fresh.to(self.lin_in.weight.device)
         self.mamba.load_state_dict(fresh.state_dict())
         self.head.reset_parameters()
 
@@ -101,12 +110,14 @@ class MambaPMA(torch.nn.Module):
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.in_channels}, {self.out_channels}, '
-                f'channels={self.channels}, num_layers={self.num_layers})')
+                f'channels={self.channels}, num_layers={self.num_layers}, '
+                f'scan={self.mamba.scan!r})')
 
 
 @torch._dynamo.disable(recursive=True)
 def _scan(mamba: torch.nn.Module, x: Tensor) -> Tensor:
-    # mambapy's parallel scan pads to a power of two of the length, a size that inductor's
-    # symbolic shapes cannot compare ("cannot determine truth value of Relational"): the
-    # scan runs eagerly behind a graph break, as the segment kernel does
+    # the Mamba layers run eagerly behind a graph break, as the segment kernel does: the
+    # sequential scan loops over the length, and mambapy's parallel scan pads it to a power of
+    # two, a size that inductor's symbolic shapes cannot compare ("cannot determine truth
+    # value of Relational")
     return mamba(x)

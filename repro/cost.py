@@ -66,12 +66,12 @@ def training_cost(*, model: str, overrides: dict[str, Any], task: str,
     return max_epochs * config.num_samples("train") / PROBE_SETS * _STEPS[key]
 
 
-def probe_batch(config: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""The first :obj:`PROBE_SETS` training sets that :obj:`config` (a
+def probe_batch(config: Any, num_sets: int = PROBE_SETS) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""The first :obj:`num_sets` training sets that :obj:`config` (a
     :class:`~mzattn.datasets.synthetic.tasks.TaskConfig`) draws with seed
     0, as :obj:`(x [N, F], batch [N])`."""
     rng = np.random.default_rng(0)
-    samples = config.sample_many(rng, "train", config.shared(rng), PROBE_SETS)
+    samples = config.sample_many(rng, "train", config.shared(rng), num_sets)
     x = torch.cat([torch.as_tensor(sample.x, dtype=torch.float32) for sample in samples])
     sizes = torch.tensor([len(sample.x) for sample in samples])
     return x, torch.arange(len(samples)).repeat_interleave(sizes)

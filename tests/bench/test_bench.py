@@ -149,3 +149,15 @@ def test_sab_memory_bench_writes_every_row_and_slope(tmp_path, monkeypatch):
         (b, m, n) for m in sab_memory.MODES for b in sab_memory.BLOCKS for n in (16, 32)]
     assert result['loglog_slopes'] == pytest.approx(
         {f'{b}/{m}': 1.0 for b in sab_memory.BLOCKS for m in sab_memory.MODES})
+
+
+def test_mamba_scan_bench_times_both_kernels(tmp_path):
+    pytest.importorskip('mambapy')
+    from mzattn.bench import mamba_scan
+    out = tmp_path / 'scan.json'
+    assert mamba_scan.main(['--sets', '4', '--repeats', '1', '--out', str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result['rows']) == {'parallel', 'sequential'}
+    assert all(row['train_s'] > 0 for row in result['rows'].values())
+    assert result['speedup'] == pytest.approx(
+        result['rows']['parallel']['train_s'] / result['rows']['sequential']['train_s'])
