@@ -51,6 +51,12 @@ CAMPAIGNS: dict[str, tuple[Entry, ...]] = {
               ("Quadratic TDOF L=4", "Quadratic TDOF L=8", "Quadratic TDOF L=16")),
         Entry("table3", ("Standard", "Standard (mean-pool head)", "ST-Large", "MZAttn-Full"),
               ("d=32",)),
+        # The two baselines whose CPU step was too slow for the list (≈ 5-7 h a cell) joined
+        # it once made about 3x cheaper (the sequential selective scan; EGNN's per-node terms):
+        # they decide Table 3's Mamba claim and Table 7's EGNN claim on the quadratic TDOF.
+        Entry("table3", ("Mamba + PMA",), ("d=8", "d=32")),
+        Entry("table7", ("EGNN",),
+              ("Quadratic TDOF L=4", "Quadratic TDOF L=8", "Quadratic TDOF L=16")),
     ),
     # Issue 18, opt-in (not part of paper-protocol): the one reading of the MEB distribution on
     # which the PMA baselines collapse at quick ("corner": one cluster, spread 1). There every

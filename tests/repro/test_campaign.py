@@ -37,3 +37,12 @@ def test_meb_corner_runs_the_corner_at_the_papers_protocol():
                                         "spread_max": 1.0}
     assert config["training"]["max_epochs"] == 200 and config["training"]["patience"] == 20
     assert all(c.table != "table3-sensitivity" for c in campaign_cells("paper-protocol"))
+
+
+def test_paper_protocol_lists_the_issues_cells_then_mamba_and_egnn():
+    cells = campaign_cells("paper-protocol")
+    assert len(cells) == 59
+    assert [(c.table, c.row.label, c.column.label) for c in cells[54:]] == [
+        ("table3", "Mamba + PMA", "d=8"), ("table3", "Mamba + PMA", "d=32"),
+        ("table7", "EGNN", "Quadratic TDOF L=4"), ("table7", "EGNN", "Quadratic TDOF L=8"),
+        ("table7", "EGNN", "Quadratic TDOF L=16")]
