@@ -48,10 +48,13 @@ CAMPAIGNS: dict[str, tuple[Entry, ...]] = {
         Entry("table29", _TABLE29_ROWS, ("Max", "Sum", "Median", "Range")),
         # L=24 too: two of Table 1's claims are about every L of the paper's table
         Entry("table1", ("ST-4L", "MZAttn-1L"), ("L=4", "L=8", "L=16", "L=24", "L=32")),
+        # every PMA baseline at d=32 (the d=8 cells took 0.1-0.7 h): Table 3's second claim is
+        # about all of them
+        Entry("table3", ("Standard", "Standard (mean-pool head)", "ST-Large", "MZAttn-Full",
+                         "HyperNet (r=8)", "HyperNet (r=64, full key-rank)", "Perceiver",
+                         "LA-ST (Linear Attn.)"), ("d=32",)),
         Entry("table7", ("ST-Large", "MZAttn (ours)"),
               ("Quadratic TDOF L=4", "Quadratic TDOF L=8", "Quadratic TDOF L=16")),
-        Entry("table3", ("Standard", "Standard (mean-pool head)", "ST-Large", "MZAttn-Full"),
-              ("d=32",)),
         # The two baselines whose CPU step was too slow for the list (≈ 5-7 h a cell) joined
         # it once made about 3x cheaper (the sequential selective scan; EGNN's per-node terms):
         # they decide Table 3's Mamba claim and Table 7's EGNN claim on the quadratic TDOF.
