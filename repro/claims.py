@@ -71,8 +71,7 @@ def verdict(*conditions: Condition) -> Verdict:
     r"""Combines conditions: :obj:`"not reproduced"` if one that could be
     evaluated fails, else :obj:`"not run"` if one could not be evaluated,
     else :obj:`"reproduced"`."""
-    mark = {True: "✓", False: "✗", None: "?"}
-    details = "; ".join(f"{mark[c[0]]} {c[1]}" for c in conditions)
+    details = _details(conditions)
     failing = [c for c in conditions if c[0] is False]
     if failing:  # a cell that ran already fails the claim
         named = all(len(c) > 2 for c in failing)
@@ -80,6 +79,24 @@ def verdict(*conditions: Condition) -> Verdict:
         return Verdict(NOT_REPRODUCED, details, cells)
     oks = [c[0] for c in conditions]
     return Verdict(NOT_RUN if any(ok is None for ok in oks) else REPRODUCED, details)
+
+
+GROUPED = 4
+r"""From this many conditions on, :func:`verdict` lists them grouped:
+failing first, then not run, then holding, each group with its count."""
+
+_MARKS = {False: "✗", None: "?", True: "✓"}
+
+
+def _details(conditions: tuple[Condition, ...]) -> str:
+    if len(conditions) < GROUPED:
+        return "; ".join(f"{_MARKS[c[0]]} {c[1]}" for c in conditions)
+    groups = []
+    for ok, mark in _MARKS.items():
+        texts = [c[1] for c in conditions if c[0] is ok]
+        if texts:
+            groups.append(f"{mark} {len(texts)} of {len(conditions)}: {'; '.join(texts)}")
+    return " — ".join(groups)
 
 
 def all_compare(results: Results, cell: Cell, op: str, others: list[Cell],

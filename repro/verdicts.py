@@ -118,5 +118,5 @@ def _inconclusive(check: Verdict, reasons: list[str]) -> Verdict:
     shown = "; ".join(reasons[:4]) + (f"; and {len(reasons) - 4} more" if len(reasons) > 4
                                        else "")
     outcome = "the check passes" if check.status == REPRODUCED else "the check fails"
-    detail = f"{check.detail}; {outcome}" if check.detail else outcome.capitalize()
+    detail = f"{check.detail} — {outcome}" if check.detail else outcome.capitalize()
     return replace(check, status=INCONCLUSIVE, detail=f"{detail}, but cannot decide: {shown}")

@@ -52,6 +52,15 @@ def test_claim_building_blocks(out):
     missing_and_failed = (compare(results, mz, ">", ("ST-Large", "d=8")),
                           compare(results, mz, "<", std))
     assert verdict(*missing_and_failed).status == NOT_REPRODUCED  # a failure decides
+    few = verdict(compare(results, mz, ">", std), compare(results, mz, "<", std)).detail
+    assert few == ("✓ MZAttn-Full d=8 r2=0.65 > Standard d=8 0.02; "
+                   "✗ MZAttn-Full d=8 r2=0.65 < Standard d=8 0.02")
+    many = verdict(*missing_and_failed, compare(results, mz, ">", std),
+                   compare(results, mz, "<=", std)).detail
+    assert many == ("✗ 2 of 4: MZAttn-Full d=8 r2=0.65 < Standard d=8 0.02; "
+                    "MZAttn-Full d=8 r2=0.65 <= Standard d=8 0.02 — "
+                    "? 1 of 4: ST-Large d=8 not run — "
+                    "✓ 1 of 4: MZAttn-Full d=8 r2=0.65 > Standard d=8 0.02")
     assert ratio(results, std, mz, 3.0)[0] is True  # 2.0 / 0.6
     assert ratio(results, std, mz, 4.0)[0] is False
     assert compare(results, mz, ">=", std, factor=30.0)[0] is True  # 0.65 >= 0.6
