@@ -5,15 +5,17 @@ runs over time step by step, for the CPU.
 :obj:`[B, L, E, N]` tensors :math:`\exp(\Delta A)` and :math:`\Delta B x`,
 pads the length to a power of two, and records every step for autograd.
 That suits a GPU. On a CPU each of those passes streams tens of megabytes
-through memory, and a Mamba + PMA training step on Table 3's sets (batch
-128, up to 30 elements) took 4.2 s on one core, of which the three scans
-took 3.6 s. Here the state :math:`h_t` (:obj:`[B, E, N]`, a few megabytes)
-stays in cache from one step to the next, the backward pass is written out
-(it recomputes :math:`\exp(\Delta_t A)` rather than storing it), and only
-the states themselves are kept for it: about 4 times faster per scan.
+through memory: the three scans took most of a Mamba + PMA training step on
+Table 3's sets. Here the state :math:`h_t` (:obj:`[B, E, N]`, a few
+megabytes) stays in cache from one step to the next, the backward pass is
+written out (it recomputes :math:`\exp(\Delta_t A)` rather than storing
+it), and only the states themselves are kept for it. The training step is
+2.85 times faster (``docs/baselines.md``, "CPU cost"). Gradients of
+gradients are not supported.
 """
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 
 def selective_scan(x: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor,
@@ -58,6 +60,7 @@ class _SelectiveScan(torch.autograd.Function):
         return y.transpose(0, 1).addcmul(D, x)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad_y: Tensor) -> tuple[Tensor, ...]:
         x, A, D, hs, dx, dt, bt, ct = ctx.saved_tensors
         gy, = _time_major(grad_y)

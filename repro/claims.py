@@ -70,7 +70,9 @@ def ratio(results: Results, numerator: Cell, denominator: Cell, minimum: float,
 def verdict(*conditions: Condition) -> Verdict:
     r"""Combines conditions: :obj:`"not reproduced"` if one that could be
     evaluated fails, else :obj:`"not run"` if one could not be evaluated,
-    else :obj:`"reproduced"`."""
+    else :obj:`"reproduced"`. The detail marks each condition ✓ (holds),
+    ✗ (fails) or ? (not run); from :obj:`GROUPED` conditions on, grouped
+    by mark, failing first."""
     details = _details(conditions)
     failing = [c for c in conditions if c[0] is False]
     if failing:  # a cell that ran already fails the claim
