@@ -73,6 +73,19 @@ def test_mamba_pma_scans_agree(scan):
     assert f"scan='{scan}'" in repr(other)
 
 
+def test_auto_scan_is_the_sequential_one_on_the_cpu(monkeypatch):
+    from mzattn.baselines import mamba_encoder
+    calls = []
+
+    def counted(*inputs):
+        calls.append(1)
+        return selective_scan(*inputs)
+    monkeypatch.setattr(mamba_encoder, 'selective_scan', counted)
+    x, batch, B = ragged_batch(4, dtype=torch.float32)
+    MambaPMA(4, 1, channels=16, num_layers=2)(x, batch, dim_size=B)
+    assert len(calls) == 2  # one per layer
+
+
 def test_unknown_scan_raises():
     with pytest.raises(ValueError, match="'scan' must be one of"):
         MambaPMA(4, 1, channels=16, num_layers=1, scan='cuda')
