@@ -27,12 +27,21 @@ from lightning.pytorch.utilities import rank_zero_only
 from .checkpoints import AtomicCheckpointIO, StopBetweenSteps, resumable
 from .datamodule import SetDataModule
 from .envinfo import environment_record
-from .faults import Interrupted, atomic_write, is_no_space, no_space, set_aside, stop_on_signals
+from .faults import (
+    Interrupted,
+    atomic_write,
+    atomic_write_text,
+    is_no_space,
+    no_space,
+    set_aside,
+    stop_on_signals,
+)
 from .history import History
 from .lightning_module import SetModule, output_channels
 from .progress import EpochLogger
 from .quiet import show_progress_bar
 from .spec import Column, Profile, Row, TableSpec, slug
+from .twins import find_twin
 
 RECORD_VERSION = 1
 r"""Version of the cell JSON layout."""
@@ -179,8 +188,9 @@ def read_record(path: str) -> dict[str, Any] | None:
     return record
 
 
-def _peek(path: str) -> dict[str, Any] | None:
-    # The record, None if there is none or it is unusable (read-only).
+def peek_record(path: str) -> dict[str, Any] | None:
+    r"""The record at :obj:`path`, :obj:`None` if there is none or it is
+    unusable (read only: an unusable file is left where it is)."""
     try:
         return read_record(path)
     except RecordError:
@@ -352,7 +362,10 @@ def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
              options: RunOptions | None = None) -> dict[str, Any]:
     r"""Runs one cell unless its JSON already holds a finished run of the
     same configuration (:func:`is_finished`), and returns its record (with
-    :obj:`"skipped": True` when it was not rerun). Any exception is recorded
+    :obj:`"skipped": True` when it was not rerun). A cell whose finished
+    twin, the same run in another table, is in :obj:`out`
+    (:mod:`~mzattn.repro.twins`) takes the twin's record, with
+    :obj:`"reused_from"` naming its file. Any exception is recorded
     as a failed cell with its traceback instead of propagating. Only global
     rank zero writes.
 
@@ -371,14 +384,35 @@ def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
     """
     options = options or RunOptions()
     config = cell_config(spec, cell, profile)
-    previous = _peek(cell_path(out, cell))
+    previous = peek_record(cell_path(out, cell))
     if is_finished(previous, config):
         return previous | {"skipped": True}
+    twin = find_twin(out, config, spec.metric_of(cell.column.label), peek_record)
+    if twin is not None:
+        return _reuse(out, cell, config, *twin)
     try:
         with stop_on_signals():
             return _run_exclusive(spec, cell, profile, out, options, config)
     except Interrupted as stop:
         raise stop.during(_resume_hint(out, cell)) from None
+
+
+def _reuse(out: str, cell: Cell, config: dict[str, Any], path: str,
+           twin: dict[str, Any]) -> dict[str, Any]:
+    # the twin's record (and learning curve) as this cell's, naming its file
+    source = osp.relpath(path, out)
+    record = twin | {"config": config, "cell_id": cell.cell_id, "reused_from": source}
+    if rank_zero_only.rank == 0:
+        curve = osp.join(osp.dirname(osp.dirname(path)), "logs",
+                         osp.basename(path).removesuffix(".json") + ".csv")
+        if osp.exists(curve):
+            with open(curve, encoding="utf-8") as f:
+                text = f.read()
+            atomic_write_text(text, log_path(out, cell))
+        write_json_atomic(record, cell_path(out, cell))  # last: the record marks it done
+        print(f"[mzattn-repro] {cell.table} {cell.cell_id}: the same run as {source} "
+              "(twins.py); its record is reused", file=sys.stderr, flush=True)
+    return record
 
 
 def _resume_hint(out: str, cell: Cell) -> str:
@@ -423,7 +457,7 @@ def _run_locked(spec: TableSpec, cell: Cell, profile: str, out: str, options: Ru
         print(f"[mzattn-repro] cell {cell.cell_id} failed: {record['error']}",
               file=sys.stderr, flush=True)
     record |= {"wall_time_s": time.perf_counter() - start} | environment_record()
-    if rank_zero_only.rank == 0 and _better(record, _peek(path)):
+    if rank_zero_only.rank == 0 and _better(record, peek_record(path)):
         write_json_atomic(record, path)
         if record["status"] == "ok" and not options.keep_checkpoints:
             _remove_checkpoints(out, cell)

@@ -41,7 +41,7 @@ def test_meb_corner_runs_the_corner_at_the_papers_protocol():
 
 def test_paper_protocol_lists_the_issues_cells_then_mamba_and_egnn():
     cells = campaign_cells("paper-protocol")
-    assert len(cells) == 65
+    assert len(cells) == 70
     table1 = {c.column.label for c in cells if c.table == "table1"}
     assert table1 == {c.label for c in load_spec("table1").columns}  # every L of its claims
     from mzattn.repro.table03_meb import PMA_BASELINES
@@ -50,4 +50,5 @@ def test_paper_protocol_lists_the_issues_cells_then_mamba_and_egnn():
     assert [(c.table, c.row.label, c.column.label) for c in cells[60:]] == [
         ("table3", "Mamba + PMA", "d=8"), ("table3", "Mamba + PMA", "d=32"),
         ("table7", "EGNN", "Quadratic TDOF L=4"), ("table7", "EGNN", "Quadratic TDOF L=8"),
-        ("table7", "EGNN", "Quadratic TDOF L=16")]
+        ("table7", "EGNN", "Quadratic TDOF L=16"),
+        *(("table1", "EGNN", f"L={L}") for L in (4, 8, 16, 24, 32))]

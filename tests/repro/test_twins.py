@@ -1,0 +1,46 @@
+"""A cell whose twin (the same run in another table) has finished is not
+trained again."""
+import json
+
+from mzattn.repro.campaign import _finished_twin
+from mzattn.repro.cells import Cell, cell_config, cell_path, log_path, read_record, run_cell
+from mzattn.repro.tables import load_spec
+from mzattn.repro.twins import find_twin, run_of
+
+
+def _egnn(table: str, column: str) -> tuple:
+    spec = load_spec(table)
+    row = next(row for row in spec.rows if row.label == "EGNN")
+    return spec, Cell(table, row, spec.column(column), 0)
+
+
+def test_run_of_ignores_the_place_only():
+    spec1, cell1 = _egnn("table1", "L=4")
+    spec7, cell7 = _egnn("table7", "Quadratic TDOF L=4")
+    config1, config7 = cell_config(spec1, cell1, "full"), cell_config(spec7, cell7, "full")
+    assert config1 != config7 and run_of(config1) == run_of(config7)
+    assert run_of(config1) != run_of(cell_config(spec1, cell1, "smoke"))
+    assert run_of(config1) != run_of(config1 | {"seed": 1})
+
+
+def test_a_cell_with_a_finished_twin_takes_its_record(tmp_path, options, capsys):
+    out = str(tmp_path)
+    spec1, cell1 = _egnn("table1", "L=4")
+    trained = run_cell(spec1, cell1, "smoke", out, options)
+    assert trained["status"] == "ok" and "reused_from" not in trained
+    spec7, cell7 = _egnn("table7", "Quadratic TDOF L=4")
+    assert _finished_twin(out, cell7, "smoke") == "table1/cells/EGNN__L_4__s0.json"  # --status
+    reused = run_cell(spec7, cell7, "smoke", out, options)
+    assert reused["reused_from"] == "table1/cells/EGNN__L_4__s0.json"
+    assert "the same run as table1/cells/EGNN__L_4__s0.json" in capsys.readouterr().err
+    assert reused["config"] == cell_config(spec7, cell7, "smoke")
+    assert reused["metrics"] == trained["metrics"] and reused["history"] == trained["history"]
+    assert read_record(cell_path(out, cell7)) == json.loads(json.dumps(reused, default=str))
+    with open(log_path(out, cell1)) as a, open(log_path(out, cell7)) as b:
+        assert a.read() == b.read()
+    assert run_cell(spec7, cell7, "smoke", out, options)["skipped"]  # now its own record
+    # another column, or the same cell at another profile, is another run
+    _, cell8 = _egnn("table7", "Quadratic TDOF L=8")
+    assert find_twin(out, cell_config(spec7, cell8, "smoke"), "r2", read_record) is None
+    assert find_twin(out, cell_config(spec7, cell7, "quick"), "r2", read_record) is None
+    assert find_twin(out, cell_config(spec7, cell7, "smoke"), "mse", read_record) is None
