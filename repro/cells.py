@@ -41,7 +41,7 @@ from .lightning_module import SetModule, output_channels
 from .progress import EpochLogger
 from .quiet import show_progress_bar
 from .spec import Column, Profile, Row, TableSpec, slug
-from .twins import find_twin
+from .twins import find_twin, run_of
 
 RECORD_VERSION = 1
 r"""Version of the cell JSON layout."""
@@ -211,9 +211,7 @@ def _previous(path: str) -> dict[str, Any] | None:
 
 def _identity(config: dict[str, Any]) -> str:
     # everything that determines the result; the table name is the folder's
-    training = {k: v for k, v in config.get("training", {}).items() if v is not None}
-    kept = {k: v for k, v in config.items() if k != "table"} | {"training": training}
-    return json.dumps(kept, sort_keys=True, default=str)
+    return run_of(config, place=("table",))
 
 
 def is_finished(record: dict[str, Any] | None, config: dict[str, Any]) -> bool:

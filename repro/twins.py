@@ -18,12 +18,13 @@ from typing import Any
 PLACE = ("table", "row", "column")
 
 
-def run_of(config: dict[str, Any]) -> str:
+def run_of(config: dict[str, Any], place: tuple[str, ...] = PLACE) -> str:
     r"""What determines a cell's run: its configuration (a
-    :func:`~mzattn.repro.cells.cell_config`) without the table, row and
-    column labels, as canonical JSON."""
+    :func:`~mzattn.repro.cells.cell_config`) without the fields
+    :obj:`place` (default: the table, row and column labels) and unset
+    training fields, as canonical JSON."""
     training = {k: v for k, v in config.get("training", {}).items() if v is not None}
-    run = {k: v for k, v in config.items() if k not in PLACE}
+    run = {k: v for k, v in config.items() if k not in place}
     return json.dumps(run | {"training": training}, sort_keys=True, default=str)
 
 
