@@ -71,8 +71,8 @@ def verdict(*conditions: Condition) -> Verdict:
     r"""Combines conditions: :obj:`"not reproduced"` if one that could be
     evaluated fails, else :obj:`"not run"` if one could not be evaluated,
     else :obj:`"reproduced"`. The detail marks each condition ✓ (holds),
-    ✗ (fails) or ? (not run); from :obj:`GROUPED` conditions on, grouped
-    by mark, failing first."""
+    ✗ (fails) or ? (not run), each distinct line once; from :obj:`GROUPED`
+    lines on, grouped by mark, failing first."""
     details = _details(conditions)
     failing = [c for c in conditions if c[0] is False]
     if failing:  # a cell that ran already fails the claim
@@ -84,20 +84,23 @@ def verdict(*conditions: Condition) -> Verdict:
 
 
 GROUPED = 4
-r"""From this many conditions on, :func:`verdict` lists them grouped:
+r"""From this many distinct lines on, :func:`verdict` lists them grouped:
 failing first, then not run, then holding, each group with its count."""
 
 _MARKS = {False: "✗", None: "?", True: "✓"}
 
 
 def _details(conditions: tuple[Condition, ...]) -> str:
-    if len(conditions) < GROUPED:
-        return "; ".join(f"{_MARKS[c[0]]} {c[1]}" for c in conditions)
+    # Two conditions on a cell that did not run read the same ("X not run"):
+    # each line is listed, and counted, once.
+    lines = list(dict.fromkeys((c[0], c[1]) for c in conditions))
+    if len(lines) < GROUPED:
+        return "; ".join(f"{_MARKS[ok]} {text}" for ok, text in lines)
     groups = []
     for ok, mark in _MARKS.items():
-        texts = [c[1] for c in conditions if c[0] is ok]
+        texts = [text for line_ok, text in lines if line_ok is ok]
         if texts:
-            groups.append(f"{mark} {len(texts)} of {len(conditions)}: {'; '.join(texts)}")
+            groups.append(f"{mark} {len(texts)} of {len(lines)}: {'; '.join(texts)}")
     return " — ".join(groups)
 
 

@@ -61,6 +61,11 @@ def test_claim_building_blocks(out):
                     "MZAttn-Full d=8 r2=0.65 <= Standard d=8 0.02 — "
                     "? 1 of 4: ST-Large d=8 not run — "
                     "✓ 1 of 4: MZAttn-Full d=8 r2=0.65 > Standard d=8 0.02")
+    large = ("ST-Large", "d=8")  # |R²| <= 0.05 is two conditions; not run, one line
+    within = (compare(results, large, ">=", -0.05), compare(results, large, "<=", 0.05))
+    assert verdict(*within).detail == "? ST-Large d=8 not run"
+    assert verdict(*within, *missing_and_failed, compare(results, mz, ">", std),
+                   compare(results, mz, "<=", std)).detail == many
     assert ratio(results, std, mz, 3.0)[0] is True  # 2.0 / 0.6
     assert ratio(results, std, mz, 4.0)[0] is False
     assert compare(results, mz, ">=", std, factor=30.0)[0] is True  # 0.65 >= 0.6
