@@ -15,6 +15,7 @@ import shutil
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -41,7 +42,7 @@ from .lightning_module import SetModule, output_channels
 from .progress import EpochLogger
 from .quiet import show_progress_bar
 from .spec import Column, Profile, Row, TableSpec, slug
-from .twins import find_twin, run_of
+from .twins import find_twin, run_lock_path, run_of
 
 RECORD_VERSION = 1
 r"""Version of the cell JSON layout."""
@@ -363,7 +364,8 @@ def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
     :obj:`"skipped": True` when it was not rerun). A cell whose finished
     twin, the same run in another table, is in :obj:`out`
     (:mod:`~mzattn.repro.twins`) takes the twin's record, with
-    :obj:`"reused_from"` naming its file. Any exception is recorded
+    :obj:`"reused_from"` naming its file; while a twin trains in another
+    process, the cell waits for it. Any exception is recorded
     as a failed cell with its traceback instead of propagating. Only global
     rank zero writes.
 
@@ -385,9 +387,6 @@ def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
     previous = peek_record(cell_path(out, cell))
     if is_finished(previous, config):
         return previous | {"skipped": True}
-    twin = find_twin(out, config, spec.metric_of(cell.column.label), peek_record)
-    if twin is not None:
-        return _reuse(out, cell, config, *twin)
     try:
         with stop_on_signals():
             return _run_exclusive(spec, cell, profile, out, options, config)
@@ -422,21 +421,50 @@ def _resume_hint(out: str, cell: Cell) -> str:
 
 def _run_exclusive(spec: TableSpec, cell: Cell, profile: str, out: str, options: RunOptions,
                    config: dict[str, Any]) -> dict[str, Any]:
+    metric = spec.metric_of(cell.column.label)
     if rank_zero_only.rank != 0 or torch.distributed.is_initialized():
-        return _run_locked(spec, cell, profile, out, options, config)
+        return _reuse_or_train(spec, cell, profile, out, options, config, metric)
     try:
         os.makedirs(osp.dirname(lock_path(out, cell)), exist_ok=True)
         with FileLock(lock_path(out, cell), timeout=0):
             previous = _previous(cell_path(out, cell))  # finished while we waited?
             if is_finished(previous, config):
                 return previous | {"skipped": True}
-            return _run_locked(spec, cell, profile, out, options, config)
+            with _run_lock(out, cell, config, metric):
+                return _reuse_or_train(spec, cell, profile, out, options, config, metric)
     except Timeout:
         return {"status": "busy", "cell_id": cell.cell_id, "config": config}
     except OSError as error:
         if is_no_space(error):
             raise no_space(error, out) from None
         raise
+
+
+@contextlib.contextmanager
+def _run_lock(out: str, cell: Cell, config: dict[str, Any], metric: str) -> Iterator[None]:
+    # the run's lock (twins.py), waiting for a twin that trains it in another process
+    path = run_lock_path(out, config, metric)
+    os.makedirs(osp.dirname(path), exist_ok=True)
+    lock = FileLock(path)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"[mzattn-repro] {cell.table} {cell.cell_id}: its twin, the same run in another "
+              "table, is training in another process (twins.py); waiting for it",
+              file=sys.stderr, flush=True)
+        lock.acquire()  # SIGTERM and SIGINT still stop the wait (stop_on_signals)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _reuse_or_train(spec: TableSpec, cell: Cell, profile: str, out: str, options: RunOptions,
+                    config: dict[str, Any], metric: str) -> dict[str, Any]:
+    twin = find_twin(out, config, metric, peek_record)
+    if twin is not None:
+        return _reuse(out, cell, config, *twin)
+    return _run_locked(spec, cell, profile, out, options, config)
 
 
 def _run_locked(spec: TableSpec, cell: Cell, profile: str, out: str, options: RunOptions,

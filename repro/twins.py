@@ -6,9 +6,12 @@ Some tables share a configuration: EGNN on the quadratic-TDOF target at
 seed, loss, training and validation metric. A cell whose finished twin is
 already in the results folder is not trained again: its record is the
 twin's, with its own configuration and :obj:`"reused_from"` naming the
-twin's file (:func:`~mzattn.repro.cells.run_cell`).
+twin's file (:func:`~mzattn.repro.cells.run_cell`). While a twin trains,
+it holds the run's lock (:func:`run_lock_path`): a cell that finds it held
+waits for the twin instead of training the same run beside it.
 """
 import glob
+import hashlib
 import json
 import os.path as osp
 from collections.abc import Callable
@@ -26,6 +29,15 @@ def run_of(config: dict[str, Any], place: tuple[str, ...] = PLACE) -> str:
     training = {k: v for k, v in config.get("training", {}).items() if v is not None}
     run = {k: v for k, v in config.items() if k not in place}
     return json.dumps(run | {"training": training}, sort_keys=True, default=str)
+
+
+def run_lock_path(out: str, config: dict[str, Any], metric: str) -> str:
+    r"""Lock of a run, held by whichever cell trains it:
+    :obj:`{out}/locks/run-{digest}.lock`, the same file for every cell with
+    the run (:func:`run_of`) of :obj:`config` and validation metric
+    :obj:`metric`."""
+    digest = hashlib.sha256(f"{run_of(config)}\n{metric}".encode()).hexdigest()[:20]
+    return osp.join(out, "locks", f"run-{digest}.lock")
 
 
 def find_twin(out: str, config: dict[str, Any], metric: str,

@@ -1,4 +1,4 @@
-from mzattn.repro.campaign import CAMPAIGNS, campaign_cells, status_lines
+from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, status_lines
 from mzattn.repro.cells import cell_config, cell_path
 from mzattn.repro.tables import load_spec
 
@@ -51,4 +51,16 @@ def test_paper_protocol_lists_the_issues_cells_then_mamba_and_egnn():
         ("table3", "Mamba + PMA", "d=8"), ("table3", "Mamba + PMA", "d=32"),
         ("table7", "EGNN", "Quadratic TDOF L=4"), ("table7", "EGNN", "Quadratic TDOF L=8"),
         ("table7", "EGNN", "Quadratic TDOF L=16"),
-        *(("table1", "EGNN", f"L={L}") for L in (4, 8, 16, 24, 32))]
+        *(("table1", "EGNN", f"L={L}") for L in (24, 32, 4, 8, 16))]  # the twins last
+
+
+def test_status_counts_a_twin_of_a_cell_above_as_free(tmp_path, monkeypatch):
+    monkeypatch.setitem(CAMPAIGNS, "twins", (
+        Entry("table7", ("EGNN",), ("Quadratic TDOF L=4",)),
+        Entry("table1", ("EGNN",), ("L=8", "L=4"))))
+    lines = status_lines("twins", str(tmp_path), profile="smoke")
+    rows = {line.split(" | ")[1]: line for line in lines if line.startswith("| table")}
+    assert "| twin of table7/EGNN__Quadratic_TDOF_L_4__s0 | 0/1 | — | 0.00 |" \
+        in rows["EGNN__L_4__s0"]  # the Table 7 cell above trains its run
+    assert "| queued |" in rows["EGNN__Quadratic_TDOF_L_4__s0"]
+    assert "| queued |" in rows["EGNN__L_8__s0"] and "| ≈ " in rows["EGNN__L_8__s0"]

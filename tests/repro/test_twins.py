@@ -1,11 +1,15 @@
 """A cell whose twin (the same run in another table) has finished is not
-trained again."""
+trained again; one whose twin is training waits for it."""
 import json
+import os
+import subprocess
+import sys
 
+import pytest
 from mzattn.repro.campaign import _finished_twin
 from mzattn.repro.cells import Cell, cell_config, cell_path, log_path, read_record, run_cell
 from mzattn.repro.tables import load_spec
-from mzattn.repro.twins import find_twin, run_of
+from mzattn.repro.twins import find_twin, run_lock_path, run_of
 
 
 def _egnn(table: str, column: str) -> tuple:
@@ -44,3 +48,36 @@ def test_a_cell_with_a_finished_twin_takes_its_record(tmp_path, options, capsys)
     assert find_twin(out, cell_config(spec7, cell8, "smoke"), "r2", read_record) is None
     assert find_twin(out, cell_config(spec7, cell7, "quick"), "r2", read_record) is None
     assert find_twin(out, cell_config(spec7, cell7, "smoke"), "mse", read_record) is None
+
+
+@pytest.mark.parametrize("twin_finishes", [True, False])
+def test_a_cell_whose_twin_is_training_waits_for_it(tmp_path, options, capsys, twin_finishes):
+    out, staging = str(tmp_path / "out"), str(tmp_path / "staging")
+    spec1, cell1 = _egnn("table1", "L=4")
+    spec7, cell7 = _egnn("table7", "Quadratic TDOF L=4")
+    run_cell(spec1, cell1, "smoke", staging, options)  # what the twin will have written
+    lock = run_lock_path(out, cell_config(spec1, cell1, "smoke"), "r2")
+    assert lock == run_lock_path(out, cell_config(spec7, cell7, "smoke"), "r2")
+    os.makedirs(os.path.dirname(lock))
+    # another process trains the twin: it holds the run's lock, then writes its record
+    # (or fails, and writes none)
+    finish = f"shutil.copytree({staging + '/table1'!r}, {out + '/table1'!r})" \
+        if twin_finishes else "pass"
+    twin = subprocess.Popen([sys.executable, "-c", f"""
+import shutil, time
+from filelock import FileLock
+with FileLock({lock!r}):
+    print("training", flush=True)
+    time.sleep(2)
+    {finish}
+"""], stdout=subprocess.PIPE, text=True)
+    assert twin.stdout.readline() == "training\n"
+    record = run_cell(spec7, cell7, "smoke", out, options)
+    assert twin.wait() == 0
+    assert "is training in another process (twins.py); waiting for it" in \
+        capsys.readouterr().err
+    assert record["status"] == "ok"
+    if twin_finishes:  # not trained beside its twin: the twin's record
+        assert record["reused_from"] == "table1/cells/EGNN__L_4__s0.json"
+    else:  # trained once the twin's process let go of the run
+        assert "reused_from" not in record and record["epochs"] >= 1
