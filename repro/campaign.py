@@ -24,6 +24,7 @@ from .cells import (
     log_path,
     peek_record,
 )
+from .egnn_comparison import INVARIANT
 from .faults import RunStopped
 from .launch import CellRun, launch
 from .options import LaunchOptions, add_launch_arguments, launch_options_from_args
@@ -83,6 +84,11 @@ CAMPAIGNS: dict[str, tuple[Entry, ...]] = {
     "meb-corner": (
         Entry("table3-sensitivity", ("Standard", "Standard (mean-pool head)", "MZAttn-Full"),
               ("corner",)),
+    ),
+    # Opt-in, for a cluster or a GPU: Table 7's claim on its ten rotation-invariant targets,
+    # which paper-protocol does not decide (20 cells, ≈ 72 h of one CPU core at the cap).
+    "table7-invariant": (
+        Entry("table7", ("EGNN", "MZAttn (ours)"), tuple(c.label for c in INVARIANT)),
     ),
 }
 r"""Every campaign by name."""

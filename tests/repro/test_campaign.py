@@ -64,3 +64,13 @@ def test_status_counts_a_twin_of_a_cell_above_as_free(tmp_path, monkeypatch):
         in rows["EGNN__L_4__s0"]  # the Table 7 cell above trains its run
     assert "| queued |" in rows["EGNN__Quadratic_TDOF_L_4__s0"]
     assert "| queued |" in rows["EGNN__L_8__s0"] and "| ≈ " in rows["EGNN__L_8__s0"]
+
+
+def test_table7_invariant_runs_the_claim_that_paper_protocol_leaves_undecided():
+    from mzattn.repro.egnn_comparison import INVARIANT
+    cells = campaign_cells("table7-invariant")
+    assert {(c.row.label, c.column.label) for c in cells} == {
+        (row, column.label) for row in ("EGNN", "MZAttn (ours)") for column in INVARIANT}
+    assert len(cells) == 20 and all(c.table == "table7" for c in cells)
+    protocol = {(c.table, c.row.label, c.column.label) for c in campaign_cells("paper-protocol")}
+    assert not protocol & {(c.table, c.row.label, c.column.label) for c in cells}
