@@ -150,11 +150,9 @@ def _failed(out: str, cell: Cell) -> bool:
     return record is not None and record.get("status") != "ok"
 
 
-def _finished_twin(out: str, cell: Cell, profile: str) -> str | None:
+def _finished_twin(out: str, config: dict, metric: str) -> str | None:
     # the file of the finished twin whose record the cell will take (twins.py), if any
-    spec = load_spec(cell.table)
-    twin = find_twin(out, cell_config(spec, cell, profile), spec.metric_of(cell.column.label),
-                     peek_record)
+    twin = find_twin(out, config, metric, peek_record)
     return None if twin is None else osp.relpath(twin[0], out)
 
 
@@ -177,9 +175,9 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
         cap = spec.profile(profile).max_epochs
         epoch_s = sum(float(r["epoch_time_s"]) for r in rows[-5:]) / len(rows[-5:]) \
             if rows else None
-        twin = _finished_twin(out, cell, profile) if record is None else None
-        first = runs.setdefault((run_of(cell_config(spec, cell, profile)),
-                                 spec.metric_of(cell.column.label)), cell)
+        config, metric = cell_config(spec, cell, profile), spec.metric_of(cell.column.label)
+        twin = _finished_twin(out, config, metric) if record is None else None
+        first = runs.setdefault((run_of(config), metric), cell)
         if record is not None and record.get("status") == "ok":
             state, left, conv = "done", 0.0, convergence(record).reason
         elif twin is not None:  # takes its twin's record when it runs

@@ -33,7 +33,8 @@ def test_a_cell_with_a_finished_twin_takes_its_record(tmp_path, options, capsys)
     trained = run_cell(spec1, cell1, "smoke", out, options)
     assert trained["status"] == "ok" and "reused_from" not in trained
     spec7, cell7 = _egnn("table7", "Quadratic TDOF L=4")
-    assert _finished_twin(out, cell7, "smoke") == "table1/cells/EGNN__L_4__s0.json"  # --status
+    assert _finished_twin(out, cell_config(spec7, cell7, "smoke"), "r2") \
+        == "table1/cells/EGNN__L_4__s0.json"  # --status
     reused = run_cell(spec7, cell7, "smoke", out, options)
     assert reused["reused_from"] == "table1/cells/EGNN__L_4__s0.json"
     assert "the same run as table1/cells/EGNN__L_4__s0.json" in capsys.readouterr().err
