@@ -27,7 +27,12 @@ from .cells import (
 from .egnn_comparison import INVARIANT
 from .faults import RunStopped
 from .launch import CellRun, launch
-from .options import LaunchOptions, add_launch_arguments, launch_options_from_args
+from .options import (
+    LaunchOptions,
+    add_launch_arguments,
+    launch_options_from_args,
+    parse_seeds,
+)
 from .runner import grid
 from .tables import load_spec
 from .twins import find_twin, run_of
@@ -205,23 +210,27 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
 
 
 def cli(argv: list[str]) -> int:
-    r""":obj:`mzattn-repro campaign NAME [--out DIR] [--jobs N | --launcher slurm]
-    [--status]`."""
+    r""":obj:`mzattn-repro campaign NAME [--out DIR] [--seeds 0,1,2]
+    [--jobs N | --launcher slurm] [--status]`."""
     parser = argparse.ArgumentParser(prog="mzattn-repro campaign",
                                      description="run a named campaign of cells to completion")
     parser.add_argument("name", choices=sorted(CAMPAIGNS))
     parser.add_argument("--out", default=osp.join("results", PROFILE))
     parser.add_argument("--profile", default=PROFILE,
                         help="profile of every cell (default: full, the paper's protocol)")
+    parser.add_argument("--seeds", type=parse_seeds, default=[0],
+                        help="comma-separated seeds of every cell (default: 0; the paper's "
+                             "tables have 3-5)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads per cell")
     parser.add_argument("--status", action="store_true", help="print the plan and progress")
     add_launch_arguments(parser)
     args = parser.parse_args(argv)
     if args.status:
-        print("\n".join(status_lines(args.name, args.out, profile=args.profile)))
+        print("\n".join(status_lines(args.name, args.out, tuple(args.seeds), args.profile)))
         return 0
     try:
-        failed = run_campaign(args.name, args.out, options=RunOptions(progress=False),
+        failed = run_campaign(args.name, args.out, tuple(args.seeds),
+                              options=RunOptions(progress=False),
                               profile=args.profile,
                               launch_options=launch_options_from_args(args))
     except RunStopped as stop:  # SIGTERM / SIGINT or a full disk: finished cells are kept

@@ -88,7 +88,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: the profile's, else all)")
     parser.add_argument("--columns", type=_names, default=None,
                         help="comma-separated column labels (default: the profile's, else all)")
-    parser.add_argument("--seeds", type=_seeds, default=None,
+    parser.add_argument("--seeds", type=parse_seeds, default=None,
                         help="comma-separated seeds (default: the profile's)")
     parser.add_argument("--out", default="results", help="results folder (default: results)")
     parser.add_argument("--device", type=_device, choices=sorted(DEVICES), default="auto",
@@ -128,7 +128,8 @@ def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-def _seeds(text: str) -> list[int]:
+def parse_seeds(text: str) -> list[int]:
+    r"""The seeds of :obj:`--seeds 0,1,2`."""
     try:
         return [int(seed) for seed in _names(text)]
     except ValueError as error:

@@ -1,4 +1,5 @@
-from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, status_lines
+import pytest
+from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli, status_lines
 from mzattn.repro.cells import cell_config, cell_path
 from mzattn.repro.tables import load_spec
 
@@ -74,3 +75,18 @@ def test_table7_invariant_runs_the_claim_that_paper_protocol_leaves_undecided():
     assert len(cells) == 20 and all(c.table == "table7" for c in cells)
     protocol = {(c.table, c.row.label, c.column.label) for c in campaign_cells("paper-protocol")}
     assert not protocol & {(c.table, c.row.label, c.column.label) for c in cells}
+
+
+def test_a_campaign_runs_the_seeds_it_is_given(tmp_path, data_root, monkeypatch, capsys):
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    monkeypatch.setenv("MZATTN_DATA", data_root)
+    args = ["one", "--out", str(tmp_path), "--profile", "smoke", "--seeds", "1,2"]
+    assert cli([*args, "--status"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| table3")]
+    assert [row.split(" | ")[1] for row in rows] == ["Standard__d_8__s1", "Standard__d_8__s2"]
+    assert cli([*args, "--threads", "1"]) == 0
+    cells = sorted(p.name for p in (tmp_path / "table3" / "cells").iterdir())
+    assert cells == ["Standard__d_8__s1.json", "Standard__d_8__s2.json"]
+    with pytest.raises(SystemExit):
+        cli([*args[:-1], "1,two"])
+    assert "'--seeds' must be integers (got '1,two')" in capsys.readouterr().err
