@@ -3,10 +3,12 @@ r"""Building blocks of the headline-claim checks of the table specs.
 A check compares aggregated cells (:class:`~mzattn.repro.results.Results`)
 and returns a :class:`~mzattn.repro.spec.Verdict` with the numbers:
 :obj:`"not reproduced"` when a condition fails on cells that ran, else
-:obj:`"not run"` if a cell it needs has no finished seed, else
-:obj:`"reproduced"`. This is the outcome of the check on the numbers alone;
-:func:`mzattn.repro.verdicts.decide` turns a failed check into
-"contradicted" or "inconclusive" from the convergence of the cells behind it.
+:obj:`"partly run"` when some conditions hold and the others need a cell
+with no finished seed, else :obj:`"not run"` if no condition could be
+evaluated, else :obj:`"reproduced"`. This is the outcome of the check on the
+numbers alone; :func:`mzattn.repro.verdicts.decide` turns a failed check into
+"contradicted" or "inconclusive" from the convergence of the cells behind it,
+and a partly run one into "inconclusive".
 
 A condition is :obj:`(ok, text)` or :obj:`(ok, text, cells)`, where
 :obj:`cells` are the :obj:`(row, column)` cells it was decided on
@@ -20,6 +22,7 @@ from .results import Results
 from .spec import Verdict
 
 REPRODUCED, NOT_REPRODUCED, NOT_RUN = "reproduced", "not reproduced", "not run"
+PARTLY_RUN = "partly run"
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
@@ -69,18 +72,20 @@ def ratio(results: Results, numerator: Cell, denominator: Cell, minimum: float,
 
 def verdict(*conditions: Condition) -> Verdict:
     r"""Combines conditions: :obj:`"not reproduced"` if one that could be
-    evaluated fails, else :obj:`"not run"` if one could not be evaluated,
-    else :obj:`"reproduced"`. The detail marks each condition ✓ (holds),
-    ✗ (fails) or ? (not run), each distinct line once; from :obj:`GROUPED`
-    lines on, grouped by mark, failing first."""
+    evaluated fails, else :obj:`"not run"` if none could be evaluated,
+    :obj:`"partly run"` if only some could, else :obj:`"reproduced"`. The
+    detail marks each condition ✓ (holds), ✗ (fails) or ? (not run), each
+    distinct line once; from :obj:`GROUPED` lines on, grouped by mark,
+    failing first."""
     details = _details(conditions)
     failing = [c for c in conditions if c[0] is False]
     if failing:  # a cell that ran already fails the claim
         named = all(len(c) > 2 for c in failing)
         cells = tuple(cell for c in failing for cell in c[2]) if named else None
         return Verdict(NOT_REPRODUCED, details, cells)
-    oks = [c[0] for c in conditions]
-    return Verdict(NOT_RUN if any(ok is None for ok in oks) else REPRODUCED, details)
+    missing = sum(c[0] is None for c in conditions)
+    status = REPRODUCED if not missing else NOT_RUN if missing == len(conditions) else PARTLY_RUN
+    return Verdict(status, details)
 
 
 GROUPED = 4

@@ -166,8 +166,8 @@ class Verdict:
     r"""Outcome of one headline claim.
 
     A claim's check returns :obj:`status` :obj:`"reproduced"`,
-    :obj:`"not reproduced"` or :obj:`"not run"` with :obj:`detail`, the
-    numbers it was decided on, and, when it failed, the :obj:`cells`
+    :obj:`"not reproduced"`, :obj:`"partly run"` or :obj:`"not run"` with
+    :obj:`detail`, the numbers it was decided on, and, when it failed, the :obj:`cells`
     (:obj:`(row, column)`) behind the failing conditions (:obj:`None`: every
     cell the check read). :func:`mzattn.repro.verdicts.decide` publishes it
     as :obj:`"reproduced"`, :obj:`"contradicted"`, :obj:`"inconclusive"`,

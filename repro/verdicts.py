@@ -13,8 +13,10 @@ for every seed, on a column whose target the paper defines.
 - **inconclusive**: the check passes or fails, but some cell behind it ran
   at a reduced budget, did not converge, or sits on a column whose target is
   our reading of an undefined one (:obj:`Column.reading`); the reasons name
-  the cells;
-- **not run**: a cell the claim needs has no finished run;
+  the cells. Also a check that holds on the cells that ran while some of its
+  cells have not run (the check's :obj:`"partly run"`);
+- **not run**: no condition of the check could be evaluated: the cells it
+  needs have no finished run;
 - **pipeline check only**: every record is from the :obj:`smoke` profile,
   which checks that the pipeline runs, not what it computes (a claim whose
   cells did not run stays "not run").
@@ -23,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from .claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
+from .claims import NOT_REPRODUCED, NOT_RUN, PARTLY_RUN, REPRODUCED
 from .convergence import convergence
 from .results import Results
 from .spec import Verdict
@@ -32,6 +34,9 @@ CONTRADICTED, INCONCLUSIVE, PIPELINE_ONLY = "contradicted", "inconclusive", \
     "pipeline check only"
 VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_RUN, PIPELINE_ONLY)
 r"""Every published verdict."""
+
+PARTLY_RUN_REASON = "the cells marked ? have not run"
+r"""Why a check that holds on the cells that ran cannot decide."""
 
 DECIDING_PROFILE = "full"
 r"""The only profile whose converged cells can decide a claim."""
@@ -88,11 +93,12 @@ def decide(results: Results, check: Verdict, read: set[Cell]) -> Verdict:
     check = replace(check, read=tuple(sorted(read)), convergence=summary)
     if results.profiles == ["smoke"] and check.status != NOT_RUN:
         return replace(check, status=PIPELINE_ONLY)
-    if check.status not in (REPRODUCED, NOT_REPRODUCED):
+    if check.status not in (REPRODUCED, NOT_REPRODUCED, PARTLY_RUN):
         return check
-    passed = check.status == REPRODUCED
+    passed = check.status != NOT_REPRODUCED  # a partly run check holds on what ran
     behind = read if passed or check.cells is None else check.cells
-    reasons = _readings(results, behind) + _unsettled(results, behind)[0]
+    reasons = [PARTLY_RUN_REASON] * (check.status == PARTLY_RUN) + \
+        _readings(results, behind) + _unsettled(results, behind)[0]
     if not reasons:
         return replace(check, status=REPRODUCED if passed else CONTRADICTED)
     return _inconclusive(check, reasons)
@@ -106,17 +112,18 @@ def decide_study(check: Verdict, profiles: list[str], why: str | None = None) ->
     (:obj:`why` says why at the paper's protocol)."""
     if profiles == ["smoke"] and check.status != NOT_RUN:
         return replace(check, status=PIPELINE_ONLY)
-    if check.status not in (REPRODUCED, NOT_REPRODUCED):
+    if check.status not in (REPRODUCED, NOT_REPRODUCED, PARTLY_RUN):
         return check
     why = "reduced profile" if profiles != [DECIDING_PROFILE] else \
         why or "the study's models keep no learning curve to judge convergence"
-    return _inconclusive(check, [why])
+    return _inconclusive(check, [PARTLY_RUN_REASON] * (check.status == PARTLY_RUN) + [why])
 
 
 def _inconclusive(check: Verdict, reasons: list[str]) -> Verdict:
     # The check's outcome, and why the runs behind it cannot decide (the first four reasons).
     shown = "; ".join(reasons[:4]) + (f"; and {len(reasons) - 4} more" if len(reasons) > 4
                                        else "")
-    outcome = "the check passes" if check.status == REPRODUCED else "the check fails"
+    outcome = {REPRODUCED: "the check passes", PARTLY_RUN: "the check holds on the cells that ran"
+               }.get(check.status, "the check fails")
     detail = f"{check.detail} — {outcome}" if check.detail else outcome.capitalize()
     return replace(check, status=INCONCLUSIVE, detail=f"{detail}, but cannot decide: {shown}")

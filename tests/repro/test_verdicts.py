@@ -5,7 +5,13 @@ from mzattn.repro.report import verdicts, write_report
 from mzattn.repro.results import Results, load_records
 from mzattn.repro.table03_meb import SPEC
 from mzattn.repro.table29_slot_attention import SPEC as TABLE29
-from mzattn.repro.verdicts import CONTRADICTED, INCONCLUSIVE, PIPELINE_ONLY, REPRODUCED
+from mzattn.repro.verdicts import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_RUN,
+    PIPELINE_ONLY,
+    REPRODUCED,
+)
 
 
 def _history(losses):
@@ -120,6 +126,23 @@ def _passing(out, record):
                 "Perceiver", "LA-ST (Linear Attn.)"):
         _write(out, row, 0.01, record)
     return _headline(out)
+
+
+def test_a_claim_that_holds_on_the_cells_that_ran_waits_for_the_others(tmp_path):
+    out = str(tmp_path)
+    assert _headline(out).status == NOT_RUN
+    _write(out, "MZAttn-Full", 0.7, _record(PLATEAU, cap=40))
+    _write(out, "Standard", 0.01, _record(CLIMBING, cap=40))
+    verdict = _headline(out)
+    assert verdict.status == INCONCLUSIVE, verdict.detail
+    assert verdict.detail.startswith("? 5 of 7: ST-Large d=8 not run;")
+    assert "✓ 2 of 7: MZAttn-Full d=8 r2=0.7 >= 0.3; Standard d=8 r2=0.01 <= 0.05 — " \
+        in verdict.detail
+    assert "the check holds on the cells that ran, but cannot decide: the cells marked ? have " \
+           "not run; Standard d=8 (seed 0): cap of 40 epochs reached" in verdict.detail
+    assert verdict.convergence == "1/2 runs at the paper's protocol and converged"
+    _write(out, "ST-Large", 0.9, _record(PLATEAU, cap=40))
+    assert _headline(out).status == CONTRADICTED  # a failure on converged cells decides
 
 
 def test_a_passing_claim_on_converged_full_cells_is_reproduced(tmp_path):
