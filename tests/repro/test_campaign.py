@@ -48,6 +48,9 @@ def test_paper_protocol_lists_the_issues_cells_then_mamba_and_egnn():
     from mzattn.repro.table03_meb import PMA_BASELINES
     d32 = {c.row.label for c in cells if c.table == "table3" and c.column.label == "d=32"}
     assert d32 >= {*PMA_BASELINES, "MZAttn-Full", "Mamba + PMA"}  # Table 3's claims at d=32
+    order = [(c.table, c.column.label) for c in cells]  # what decides a claim soonest first
+    assert order.index(("table1", "L=16")) < order.index(("table3", "d=32")) \
+        < order.index(("table1", "L=32")) < order.index(("table1", "L=24"))
     assert [(c.table, c.row.label, c.column.label) for c in cells[60:]] == [
         ("table3", "Mamba + PMA", "d=8"), ("table3", "Mamba + PMA", "d=32"),
         ("table7", "EGNN", "Quadratic TDOF L=4"), ("table7", "EGNN", "Quadratic TDOF L=8"),
