@@ -12,6 +12,7 @@ from mzattn.repro.runner import main as run_main
 from mzattn.repro.spec import (
     QUICK,
     REDUCTION_READING,
+    SET_SIZE_NOTE,
     SMOKE,
     TASK_F_NOTE,
     Claim,
@@ -55,7 +56,7 @@ def _near(results, row, column):
 SPEC = TableSpec(
     key="table6", title="MZ parameter efficiency: Slim / Med / Full vs. Standard (R²)",
     rows=ROWS, columns=COLUMNS, profiles=PROFILES, paper="table6", claims=CLAIMS,
-    notes=TASK_F_NOTE,
+    notes=f"{TASK_F_NOTE} {SET_SIZE_NOTE}",
 )
 
 if __name__ == "__main__":
