@@ -77,15 +77,19 @@ def verdict(*conditions: Condition) -> Verdict:
     detail marks each condition ✓ (holds), ✗ (fails) or ? (not run), each
     distinct line once; from :obj:`GROUPED` lines on, grouped by mark,
     failing first."""
-    details = _details(conditions)
+    # Two conditions on a cell that did not run read the same ("X not run"):
+    # each line is listed, and counted, once.
+    lines = list(dict.fromkeys((c[0], c[1]) for c in conditions))
+    details = _details(lines)
+    not_run = (sum(ok is None for ok, _ in lines), len(lines))
     failing = [c for c in conditions if c[0] is False]
     if failing:  # a cell that ran already fails the claim
         named = all(len(c) > 2 for c in failing)
         cells = tuple(cell for c in failing for cell in c[2]) if named else None
-        return Verdict(NOT_REPRODUCED, details, cells)
-    missing = sum(c[0] is None for c in conditions)
-    status = REPRODUCED if not missing else NOT_RUN if missing == len(conditions) else PARTLY_RUN
-    return Verdict(status, details)
+        return Verdict(NOT_REPRODUCED, details, cells, not_run=not_run)
+    missing, total = not_run
+    status = REPRODUCED if not missing else NOT_RUN if missing == total else PARTLY_RUN
+    return Verdict(status, details, not_run=not_run)
 
 
 GROUPED = 4
@@ -95,10 +99,7 @@ failing first, then not run, then holding, each group with its count."""
 _MARKS = {False: "✗", None: "?", True: "✓"}
 
 
-def _details(conditions: tuple[Condition, ...]) -> str:
-    # Two conditions on a cell that did not run read the same ("X not run"):
-    # each line is listed, and counted, once.
-    lines = list(dict.fromkeys((c[0], c[1]) for c in conditions))
+def _details(lines: list[tuple[bool | None, str]]) -> str:
     if len(lines) < GROUPED:
         return "; ".join(f"{_MARKS[ok]} {text}" for ok, text in lines)
     groups = []

@@ -175,11 +175,14 @@ class Verdict:
 
     A claim's check returns :obj:`status` :obj:`"reproduced"`,
     :obj:`"not reproduced"`, :obj:`"partly run"` or :obj:`"not run"` with
-    :obj:`detail`, the numbers it was decided on, and, when it failed, the :obj:`cells`
-    (:obj:`(row, column)`) behind the failing conditions (:obj:`None`: every
-    cell the check read). :func:`mzattn.repro.verdicts.decide` publishes it
-    as :obj:`"reproduced"`, :obj:`"contradicted"`, :obj:`"inconclusive"`,
-    :obj:`"not run"` or :obj:`"pipeline check only"`, with the convergence of
+    :obj:`detail`, the numbers it was decided on; when it failed, the
+    :obj:`cells` (:obj:`(row, column)`) behind the failing conditions
+    (:obj:`None`: every cell the check read); and, for a check built by
+    :func:`~mzattn.repro.claims.verdict`, how many of its distinct conditions
+    did not run, of how many (:obj:`not_run`).
+    :func:`mzattn.repro.verdicts.decide` publishes it as :obj:`"reproduced"`,
+    :obj:`"contradicted"`, :obj:`"inconclusive"`, :obj:`"not run"` or
+    :obj:`"pipeline check only"`, with the convergence of
     those cells in :obj:`convergence` and every cell the check read in
     :obj:`read`."""
     status: str
@@ -187,6 +190,7 @@ class Verdict:
     cells: tuple[tuple[str, str], ...] | None = None
     convergence: str = ""
     read: tuple[tuple[str, str], ...] = ()
+    not_run: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)

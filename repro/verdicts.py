@@ -89,7 +89,9 @@ def decide(results: Results, check: Verdict, read: set[Cell]) -> Verdict:
     after reading the cells :obj:`read` (:meth:`Results.tracking`): a pass
     rests on every cell read, a failure on the cells of its failing
     conditions."""
-    summary = convergence_summary(results, read)
+    summary, (missing, total) = convergence_summary(results, read), check.not_run
+    if summary and missing:  # a check decided, or waiting, while some of it has not run
+        summary += f"; {missing} of {total} conditions not run"
     check = replace(check, read=tuple(sorted(read)), convergence=summary)
     if results.profiles == ["smoke"] and check.status != NOT_RUN:
         return replace(check, status=PIPELINE_ONLY)

@@ -63,6 +63,8 @@ def test_claim_building_blocks(out):
     missing_and_holding = (compare(results, mz, ">", ("ST-Large", "d=8")),
                            compare(results, mz, ">", std))
     assert verdict(*missing_and_holding).status == PARTLY_RUN
+    assert verdict(*missing_and_holding).not_run == (1, 2)
+    assert verdict(*missing_and_failed, *missing_and_holding).not_run == (1, 3)  # distinct lines
     few = verdict(compare(results, mz, ">", std), compare(results, mz, "<", std)).detail
     assert few == ("✓ MZAttn-Full d=8 r2=0.65 > Standard d=8 0.02; "
                    "✗ MZAttn-Full d=8 r2=0.65 < Standard d=8 0.02")
