@@ -155,8 +155,8 @@ SET_SIZE_NOTE = ("Under our reading, the max and the range of a set's entries gr
                  "size: the mean training target per set size alone reaches a test R² of "
                  "0.103 on max and 0.198 on range (sum -0.003, median -0.009), on the splits "
                  "the seed-0 cells use (`python -m mzattn.repro.analysis.set_size_baseline`). "
-                 "A model below that has not used the set size, which attention pooling does "
-                 "not count (its softmax weights sum to one).")
+                 "A model below that predicts worse than the set size alone would let it; "
+                 "attention pooling does not count elements (its softmax weights sum to one).")
 r"""The note of the tables with max / sum / median / range columns (6, 29)."""
 
 TASK_F_NOTE = ("Rotation matching (Task F) follows App. A.2 as written: the Chamfer distance "

@@ -8,9 +8,10 @@ explained by :math:`n` alone. This module scores the predictor that knows
 only :math:`n`: the mean training target per set size, scored by
 :math:`R^2` on the test split. It reads the very splits a harness cell of
 seed :obj:`seed` trains and is tested on, so its number sits beside the
-models' test :math:`R^2` in the table reports. A model below it has not
-used the set size, which attention pooling does not see (its softmax
-weights sum to one, so it averages), while sum pooling does.
+models' test :math:`R^2` in the table reports. A model below it predicts
+worse than the set size alone would let it. Attention pooling does not
+count elements (its softmax weights sum to one, so it averages); sum
+pooling does.
 
 .. code-block:: text
 
