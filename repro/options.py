@@ -83,10 +83,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     r"""Adds the options of a table run to :obj:`parser`."""
     parser.add_argument("--profile", choices=PROFILES, default="quick",
                         help="smoke (seconds), quick (2-core CPU), full (paper protocol)")
-    parser.add_argument("--models", type=_names, default=None,
+    parser.add_argument("--models", type=parse_names, default=None,
                         help="comma-separated row labels or registry names "
                              "(default: the profile's, else all)")
-    parser.add_argument("--columns", type=_names, default=None,
+    parser.add_argument("--columns", type=parse_names, default=None,
                         help="comma-separated column labels (default: the profile's, else all)")
     parser.add_argument("--seeds", type=parse_seeds, default=None,
                         help="comma-separated seeds (default: the profile's)")
@@ -124,14 +124,15 @@ def _device(name: str) -> str:
     return name
 
 
-def _names(text: str) -> list[str]:
+def parse_names(text: str) -> list[str]:
+    r"""The names of a comma-separated option, e.g. :obj:`--columns d=8,d=32`."""
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def parse_seeds(text: str) -> list[int]:
     r"""The seeds of :obj:`--seeds 0,1,2`."""
     try:
-        return [int(seed) for seed in _names(text)]
+        return [int(seed) for seed in parse_names(text)]
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"'--seeds' must be integers (got {text!r})") from error
 

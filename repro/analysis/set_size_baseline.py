@@ -24,6 +24,8 @@ import torch
 from torch_geometric.data import Data
 from torchmetrics.functional import r2_score
 
+from ..options import parse_names
+
 TASKS = ("set_max", "set_sum", "set_median", "set_range")
 r"""The reductions of Table 29 (and of Table 6's max column), at their defaults."""
 
@@ -67,13 +69,12 @@ def baseline_scores(tasks: Sequence[str] = TASKS, seed: int = 0, root: str | Non
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mzattn.repro.analysis.set_size_baseline",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", default=",".join(TASKS),
-                        help="comma-separated synthetic tasks (default: %(default)s)")
+    parser.add_argument("--tasks", type=parse_names, default=list(TASKS),
+                        help=f"comma-separated synthetic tasks (default: {','.join(TASKS)})")
     parser.add_argument("--seed", type=int, default=0, help="data seed, as a cell's seed")
     parser.add_argument("--data-root", default=None, help="dataset cache root")
     args = parser.parse_args(argv)
-    tasks = [task.strip() for task in args.tasks.split(",") if task.strip()]
-    for task, score in baseline_scores(tasks, args.seed, args.data_root).items():
+    for task, score in baseline_scores(args.tasks, args.seed, args.data_root).items():
         print(f"{task:<12} test R² of the mean target per set size: {score:.3f}")
     return 0
 

@@ -8,7 +8,7 @@ import warnings
 import pytest
 from mzattn.baselines import build_model
 from mzattn.repro.cli import COMMANDS, main
-from mzattn.repro.options import _names
+from mzattn.repro.options import parse_names
 from mzattn.repro.quiet import LIBRARY_WARNINGS, LIGHTNING_BANNERS, quiet_libraries
 from mzattn.repro.tables import list_tables, load_spec, table_title
 
@@ -53,7 +53,7 @@ def test_labels_with_commas_can_be_selected(key, option):
     assert labels, f"{key} has no label with a comma"
     text = ",".join([*labels, items[0].label])  # what the shell hands '--models'
     select = spec.select_rows if option == "--models" else spec.select_columns
-    chosen = [item.label for item in select(_names(text))]
+    chosen = [item.label for item in select(parse_names(text))]
     assert sorted(chosen) == sorted({*labels, items[0].label})
 
 
