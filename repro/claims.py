@@ -12,8 +12,8 @@ and a partly run one into "inconclusive".
 
 A condition is :obj:`(ok, text)` or :obj:`(ok, text, cells)`, where
 :obj:`cells` are the :obj:`(row, column)` cells it was decided on
-(:func:`compare` and :func:`ratio` name them; for a condition without them,
-every cell the check read counts).
+(:func:`compare`, :func:`within`, :func:`ratio` and :func:`at_least` name
+them; for a condition without them, every cell the check read counts).
 """
 import operator
 from collections.abc import Callable
@@ -24,8 +24,14 @@ from .spec import Verdict
 REPRODUCED, NOT_REPRODUCED, NOT_RUN = "reproduced", "not reproduced", "not run"
 PARTLY_RUN = "partly run"
 
+TIE = 1e-9
+r"""Slack of the non-strict comparisons (:obj:`>=`, :obj:`<=`, :func:`within`):
+a bound met exactly (the paper prints three decimals) holds despite float
+rounding, e.g. :math:`0.796 - 0.794 \le 0.002`."""
+
 _OPS: dict[str, Callable[[float, float], bool]] = {
-    ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+    ">": operator.gt, ">=": lambda a, b: a >= b - TIE, "<": operator.lt,
+    "<=": lambda a, b: a <= b + TIE}
 
 Cell = tuple[str, str]  # (row label, column label)
 Condition = tuple[bool | None, str] | tuple[bool | None, str, tuple[Cell, ...]]
@@ -36,10 +42,13 @@ def _fmt(value: float) -> str:
 
 
 def compare(results: Results, cell: Cell, op: str, other: Cell | float,
-            metric: str | None = None, factor: float = 1.0) -> Condition:
+            metric: str | None = None, factor: float = 1.0, offset: float = 0.0) -> Condition:
     r"""Condition :math:`m(\text{cell})\ op\ \text{factor} \cdot
-    m(\text{other})` on the seed means of :obj:`metric` (default: the
-    metric of :obj:`cell`'s column; :obj:`other` may be a number)."""
+    m(\text{other}) + \text{offset}` on the seed means of :obj:`metric`
+    (default: the metric of :obj:`cell`'s column; :obj:`other` may be a
+    number). Both cells are named as the cells the condition was decided
+    on, so a margin around another cell (:obj:`offset`) checks that cell's
+    convergence too."""
     if op not in _OPS:
         raise ValueError(f"'op' must be one of {sorted(_OPS)} (got {op!r})")
     metric = metric or results.spec.metric_of(cell[1])
@@ -50,10 +59,27 @@ def compare(results: Results, cell: Cell, op: str, other: Cell | float,
         return None, f"{missing[0]} {missing[1]} not run"
     cells = (cell,) if isinstance(other, float | int) else (cell, other)
     rhs_name = _fmt(rhs) if isinstance(other, float | int) else f"{other[0]} {other[1]} {_fmt(rhs)}"
-    scaled = factor * rhs
+    shift = "" if offset == 0.0 else f" {'+' if offset > 0 else '-'} {abs(offset):g}"
     text = f"{cell[0]} {cell[1]} {metric}={_fmt(lhs)} {op} " \
-           f"{'' if factor == 1.0 else f'{factor:g}x '}{rhs_name}"
-    return _OPS[op](lhs, scaled), text, cells
+           f"{'' if factor == 1.0 else f'{factor:g}x '}{rhs_name}{shift}"
+    return _OPS[op](lhs, factor * rhs + offset), text, cells
+
+
+def within(results: Results, cells: list[Cell], tolerance: float,
+           metric: str | None = None) -> Condition:
+    r"""Condition "the seed means of :obj:`metric` (default: each column's)
+    of :obj:`cells` are within :obj:`tolerance` of each other": their
+    spread, :math:`\max - \min`, is at most :obj:`tolerance`, so every
+    pair is checked. Not run while one of them has not run."""
+    means = [results.mean(*cell, metric) for cell in cells]
+    missing = [cell for cell, mean in zip(cells, means, strict=True) if mean is None]
+    if missing:
+        return None, f"{missing[0][0]} {missing[0][1]} not run"
+    spread = max(means) - min(means)
+    names = ", ".join(f"{row} {column} {_fmt(mean)}"
+                      for (row, column), mean in zip(cells, means, strict=True))
+    return spread <= tolerance + TIE, f"spread of {names} = {_fmt(spread)} <= {tolerance:g}", \
+        tuple(cells)
 
 
 def ratio(results: Results, numerator: Cell, denominator: Cell, minimum: float,
@@ -68,6 +94,20 @@ def ratio(results: Results, numerator: Cell, denominator: Cell, minimum: float,
     return value >= minimum, (f"{metric} ratio {numerator[0]} / {denominator[0]} "
                               f"({numerator[1]}) = {value:.3g} >= {minimum:g}"), \
         (numerator, denominator)
+
+
+def at_least(minimum: int, conditions: list[Condition], what: str) -> Condition:
+    r"""Condition "at least :obj:`minimum` of :obj:`conditions` hold" (e.g.
+    "a baseline overtakes MZAttn on 3 of 4 tasks"), described as
+    :obj:`what`: it holds once :obj:`minimum` hold, fails once too few can,
+    and is not run in between. It is decided on the cells of every
+    condition."""
+    held = sum(c[0] is True for c in conditions)
+    open_ = sum(c[0] is None for c in conditions)
+    ok = True if held >= minimum else None if held + open_ >= minimum else False
+    cells = tuple(dict.fromkeys(cell for c in conditions if len(c) > 2 for cell in c[2]))
+    parts = "; ".join(f"{_MARKS[c[0]]} {c[1]}" for c in conditions)
+    return ok, f"{what}: {held} of {len(conditions)} hold, {minimum} needed ({parts})", cells
 
 
 def verdict(*conditions: Condition) -> Verdict:

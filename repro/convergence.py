@@ -9,10 +9,12 @@ A cell **converged** when
    than :obj:`STALL_FRACTION` (relative) over the last :obj:`STALL_EPOCHS`
    epochs.
 
-Anything else (the cap reached while still improving, or a record without a
-history) is "not converged", with the reason in words, e.g.
+Anything else (the cap reached while still improving, a record without a
+history, or a validation loss that became NaN or infinite, on which early
+stopping also fires) is "not converged", with the reason in words, e.g.
 :obj:`"cap of 20 epochs reached, best val loss still -9.1% over the last 10"`.
 """
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,9 @@ def convergence(record: dict[str, Any]) -> Convergence:
     r"""The convergence state of a finished cell record (rule: module
     docstring)."""
     epochs = record.get("epochs")
+    diverged = _first_non_finite(record.get("history") or [])
+    if diverged is not None:  # early stopping also ends a run on a non-finite loss
+        return Convergence(False, f"val loss not finite at epoch {diverged}")
     if record.get("stopped_early"):
         return Convergence(True, f"early stopping at epoch {epochs}")
     history = [row for row in record.get("history") or [] if row.get("val_loss") is not None]
@@ -54,6 +59,15 @@ def convergence(record: dict[str, Any]) -> Convergence:
                                  f"{100 * change:+.1f}% over the last {STALL_EPOCHS}")
     return Convergence(False, f"cap of {cap} epochs reached, best val loss still "
                               f"{100 * change:+.1f}% over the last {STALL_EPOCHS}")
+
+
+def _first_non_finite(history: list[dict[str, Any]]) -> int | None:
+    # the epoch (1-based) of the first validation loss that is NaN or infinite
+    for index, row in enumerate(history, start=1):
+        loss = row.get("val_loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            return row.get("epoch", index)
+    return None
 
 
 def best_change(history: list[dict[str, Any]], window: int) -> float:

@@ -58,27 +58,28 @@ def _best_of_matched(column):
     return check
 
 
-def _st_large_leads_point_clouds(results, margin: float = 0.03):
+def _st_large_leads_point_clouds(results, margin: float = 0.035):
     conditions = []
     for column in POINT_CLOUDS:
-        best = results.mean("ST-Large", column)
-        if best is None:
+        if results.mean("ST-Large", column) is None:
             conditions.append((None, f"ST-Large {column} not run"))
             continue
         others = [row.label for row in ROWS if row.label != "ST-Large" and (
             row.label == MZ or results.mean(row.label, column) is not None)]
         conditions += [compare(results, ("ST-Large", column), ">=", (row, column))
                        for row in others]
-        conditions.append(compare(results, (MZ, column), ">=", best - margin))
+        conditions.append(compare(results, (MZ, column), ">=", ("ST-Large", column),
+                                  offset=-margin))
     return verdict(*conditions)
 
 
 CLAIMS = (
     *(Claim(f"MZAttn has the lowest MSE among the parameter-matched attention models on "
             f"Task {task}", _best_of_matched(task)) for task in ("A", "B", "F", "G")),
+    # the text's "1-3 pp" is 1.8 and 3.5 pp in the paper's own numbers
     Claim("On point-cloud classification ST-Large is best (79.9% / 72.9%) with MZAttn within "
-          "1-3 pp (78.1% / 69.4%) (we test ST-Large >= every model run and MZAttn within 0.03 "
-          "accuracy of it on C and E)", _st_large_leads_point_clouds),
+          "1-3 pp (78.1% / 69.4%) (we test ST-Large >= every model run and MZAttn within 0.035 "
+          "accuracy of it on C and E, the paper's own gap)", _st_large_leads_point_clouds),
     Claim("On few-shot retrieval (D) MZAttn exceeds the Set Transformer and ST + FiLM in R²",
           lambda r: verdict(compare(r, (MZ, "D"), ">", ("Set Transformer", "D")),
                             compare(r, (MZ, "D"), ">", ("ST + FiLM", "D")))),

@@ -10,25 +10,19 @@ from mzattn.repro.claims import compare, verdict
 from mzattn.repro.runner import main as run_main
 from mzattn.repro.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
 
-ROWS = (Row("MZAttn (centers-only Q/K)", "mz-full"),
-        Row("MZ-GenQK (gen info in Q/K)", "mz-genqk"))
+CENTRES, GENQK = "MZAttn (centers-only Q/K)", "MZ-GenQK (gen info in Q/K)"
+ROWS = (Row(CENTRES, "mz-full"), Row(GENQK, "mz-genqk"))
 COLUMNS = (Column("A", "task_a"), Column("B", "task_b"))
 
 PROFILES = {"smoke": SMOKE, "quick": QUICK,
             "full": full()}
 
 CLAIMS = (
-    Claim("Putting generator information into Q/K does not help: MZ-GenQK's R² is not above "
-          "centre-only MZAttn's by more than 0.01 on A and B",
-          lambda r: verdict(*(compare(r, ("MZ-GenQK (gen info in Q/K)", c), "<=",
-                                      _plus(r, ("MZAttn (centers-only Q/K)", c), 0.01))
-                              for c in ("A", "B")))),
+    Claim("Generator information in Q/K is task-dependent: MZ-GenQK raises R² on A (paper: "
+          "0.879 to 0.909) and lowers it on B (paper: 0.961 to 0.951, MSE 55.0 to 68.8)",
+          lambda r: verdict(compare(r, (GENQK, "A"), ">", (CENTRES, "A")),
+                            compare(r, (GENQK, "B"), "<", (CENTRES, "B")))),
 )
-
-
-def _plus(results, cell, margin):
-    mean = results.mean(*cell)
-    return cell if mean is None else mean + margin
 
 
 SPEC = TableSpec(

@@ -9,7 +9,7 @@ profile runs offline on scikit-learn digits through a random-weight ResNet-50.
 
     python repro/table26_patience.py --profile quick
 """
-from mzattn.repro.claims import compare, verdict
+from mzattn.repro.claims import compare, verdict, within
 from mzattn.repro.runner import main as run_main
 from mzattn.repro.spec import Claim, TableSpec
 from mzattn.repro.transfer import MZ, ROWS, profiles, resnet_column
@@ -23,17 +23,8 @@ COLUMNS = tuple(resnet_column(f"patience={p}", "resnet50", "furthest", patience=
 
 def _plateau(results, margin: float = 0.002):
     last = f"patience={PATIENCES[-1]}"
-    conditions = []
-    for row in MODELS:
-        plateau = results.mean(row, last)
-        for p in PATIENCES[:-1]:
-            cell = (row, f"patience={p}")
-            if plateau is None:
-                conditions.append((None, f"{row} {last} not run"))
-                continue
-            conditions += [compare(results, cell, ">=", plateau - margin),
-                           compare(results, cell, "<=", plateau + margin)]
-    return verdict(*conditions)
+    return verdict(*(within(results, [(row, f"patience={p}"), (row, last)], margin)
+                     for row in MODELS for p in PATIENCES[:-1]))
 
 
 CLAIMS = (

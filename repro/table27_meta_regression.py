@@ -30,9 +30,14 @@ PROFILES = {
 }
 
 CLAIMS = (
-    Claim("MZAttn-Full has a lower MSE than every other two-layer model",
-          lambda r: verdict(*(compare(r, ("MZAttn-Full", "n=2"), "<", (row.label, "n=2"))
-                              for row in ROWS if row.label != "MZAttn-Full"))),
+    Claim("With two encoder layers Standard narrowly beats MZAttn-Full (paper: MSE 0.79 vs. "
+          "1.01)",
+          lambda r: verdict(compare(r, ("Standard", "n=2"), "<", ("MZAttn-Full", "n=2")))),
+    Claim("With two encoder layers HyperNet, Perceiver and LinearAttn fail to learn the task "
+          "(paper: MSE ≈ 30 against ≤ 1.39 for the others; we test at least 10x MZAttn-Full's "
+          "MSE)",
+          lambda r: verdict(*(compare(r, (row, "n=2"), ">=", ("MZAttn-Full", "n=2"), factor=10.0)
+                              for row in ("HyperNet", "Perceiver", "LinearAttn")))),
 )
 
 SPEC = TableSpec(

@@ -63,13 +63,13 @@ def _within_best_matched(results, margin: float = 0.05):
         ran = [row for row in MATCHED if results.mean(row, label) is not None]
         if ran and results.mean("MZAttn", label) is not None:
             best = max(ran, key=lambda row: results.mean(row, label))
-            conditions.append(compare(results, ("MZAttn", label), ">=",
-                                      results.mean(best, label) - margin))
+            conditions.append(compare(results, ("MZAttn", label), ">=", (best, label),
+                                      offset=-margin))
     return _all(conditions, "MZAttn and a parameter-matched baseline on one target")
 
 
 def _deep_sets_lags(results, margin: float = 0.2):
-    return _all([compare(results, ("Deep Sets", "mu"), "<=", results.mean(row, "mu") - margin)
+    return _all([compare(results, ("Deep Sets", "mu"), "<=", (row, "mu"), offset=-margin)
                  for row in ATTENTION if results.mean(row, "mu") is not None],
                 "an attention model on mu")
 

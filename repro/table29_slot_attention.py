@@ -7,7 +7,7 @@ MZAttn on the max / sum / median / range reductions (App. D.5.3).
 """
 import dataclasses
 
-from mzattn.repro.claims import compare, ratio, verdict
+from mzattn.repro.claims import compare, ratio, verdict, within
 from mzattn.repro.runner import main as run_main
 from mzattn.repro.spec import (
     QUICK,
@@ -29,7 +29,7 @@ ROWS = (
 )
 COLUMNS = tuple(Column(label, f"set_{label.lower()}", reading=REDUCTION_READING)
                 for label in ("Max", "Sum", "Median", "Range"))
-OTHERS = ["Deep Sets", "Set Transformer", "MZAttn (ours)"]
+ATTENTION = ["Set Transformer", "MZAttn (ours)"]
 
 PROFILES = {
     "smoke": SMOKE,
@@ -38,9 +38,12 @@ PROFILES = {
 }
 
 CLAIMS = (
-    Claim("Slot Attention trails every other model on all four tasks",
+    # Sec. 3 says "lags all attention-based models"; App. D's "underperforming every other
+    # architecture, including Deep Sets" fails on the paper's own median (0.652 vs. 0.646)
+    Claim("Slot Attention lags every attention-based model (Set Transformer, MZAttn) on all "
+          "four tasks",
           lambda r: verdict(*(compare(r, ("Slot Attention", c.label), "<", (row, c.label))
-                              for c in COLUMNS for row in OTHERS))),
+                              for c in COLUMNS for row in ATTENTION))),
     Claim("MZAttn is best on max (paper: 0.847 vs. 0.817 for the Set Transformer)",
           lambda r: verdict(*(compare(r, ("MZAttn (ours)", "Max"), ">", (row, "Max"))
                               for row in ("Slot Attention", "Deep Sets", "Set Transformer")))),
@@ -48,16 +51,10 @@ CLAIMS = (
           "Transformer (paper: 40x; we test >= 5x)",
           lambda r: verdict(compare(r, ("MZAttn (ours)", "Sum"), ">=", 0.99),
                             ratio(r, ("Set Transformer", "Sum"), ("MZAttn (ours)", "Sum"), 5.0))),
-    Claim("On median all attention and Deep Sets models are within 0.03 R² of each other",
-          lambda r: verdict(*(cond for row in OTHERS[1:]
-                              for cond in (compare(r, (row, "Median"), ">=", _shift(r, -0.03)),
-                                           compare(r, (row, "Median"), "<=", _shift(r, 0.03)))))),
+    Claim("On median all models perform similarly (paper: R² ≈ 0.65; we test all four within "
+          "0.03 R² of each other)",
+          lambda r: verdict(within(r, [(row.label, "Median") for row in ROWS], 0.03))),
 )
-
-
-def _shift(results, delta):
-    mean = results.mean("Deep Sets", "Median")
-    return ("Deep Sets", "Median") if mean is None else mean + delta
 
 
 SPEC = TableSpec(

@@ -7,9 +7,11 @@ from mzattn.repro.claims import (
     NOT_RUN,
     PARTLY_RUN,
     REPRODUCED,
+    at_least,
     compare,
     ratio,
     verdict,
+    within,
 )
 from mzattn.repro.cli import main
 from mzattn.repro.report import write_report
@@ -75,15 +77,30 @@ def test_claim_building_blocks(out):
                     "? 1 of 4: ST-Large d=8 not run — "
                     "✓ 1 of 4: MZAttn-Full d=8 r2=0.65 > Standard d=8 0.02")
     large = ("ST-Large", "d=8")  # |R²| <= 0.05 is two conditions; not run, one line
-    within = (compare(results, large, ">=", -0.05), compare(results, large, "<=", 0.05))
-    assert verdict(*within).detail == "? ST-Large d=8 not run"
-    assert verdict(*within, *missing_and_failed, compare(results, mz, ">", std),
+    near_zero = (compare(results, large, ">=", -0.05), compare(results, large, "<=", 0.05))
+    assert verdict(*near_zero).detail == "? ST-Large d=8 not run"
+    assert verdict(*near_zero, *missing_and_failed, compare(results, mz, ">", std),
                    compare(results, mz, "<=", std)).detail == many
     assert ratio(results, std, mz, 3.0)[0] is True  # 2.0 / 0.6
     assert ratio(results, std, mz, 4.0)[0] is False
     assert compare(results, mz, ">=", std, factor=30.0)[0] is True  # 0.65 >= 0.6
     with pytest.raises(ValueError, match="'op'"):
         compare(results, mz, "!=", std)
+    margin = compare(results, std, ">=", mz, offset=-0.64)  # 0.02 >= 0.65 - 0.64
+    assert margin == (True, "Standard d=8 r2=0.02 >= MZAttn-Full d=8 0.65 - 0.64", (std, mz))
+    assert compare(results, std, ">=", mz, offset=-0.62)[0] is False
+    spread = within(results, [mz, std], 0.64)  # both cells named: their convergence decides
+    assert spread == (True, "spread of MZAttn-Full d=8 0.65, Standard d=8 0.02 = 0.63 <= 0.64",
+                      (mz, std))
+    assert within(results, [mz, std], 0.62)[0] is False
+    assert within(results, [mz, ("ST-Large", "d=8")], 1.0) == (None, "ST-Large d=8 not run")
+    one_holds = [compare(results, mz, "<", std), compare(results, mz, ">", std)]
+    assert at_least(1, one_holds, "MZ vs. Standard") == (
+        True, "MZ vs. Standard: 1 of 2 hold, 1 needed (✗ MZAttn-Full d=8 r2=0.65 < Standard d=8 "
+              "0.02; ✓ MZAttn-Full d=8 r2=0.65 > Standard d=8 0.02)", (mz, std))
+    assert at_least(2, one_holds, "x")[0] is False  # the second cannot hold
+    assert at_least(2, [one_holds[1], compare(results, mz, ">", ("ST-Large", "d=8"))],
+                    "x")[0] is None  # it could, once ST-Large has run
 
 
 def test_report_beside_paper(out):

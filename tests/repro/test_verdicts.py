@@ -4,6 +4,7 @@ from mzattn.repro.convergence import STALL_EPOCHS, best_change, convergence
 from mzattn.repro.report import verdicts, write_report
 from mzattn.repro.results import Results, load_records
 from mzattn.repro.table03_meb import SPEC
+from mzattn.repro.table06_parameter_efficiency import SPEC as TABLE6
 from mzattn.repro.table29_slot_attention import SPEC as TABLE29
 from mzattn.repro.verdicts import (
     CONTRADICTED,
@@ -41,6 +42,13 @@ def test_cap_reached_on_a_plateau_is_converged():
     losses = [1.0 - 0.05 * i for i in range(10)] + [0.55 - 1e-4 * i for i in range(30)]
     assert best_change(_history(losses), STALL_EPOCHS) > -0.01
     assert convergence(_record(losses, cap=40)).converged
+
+
+def test_a_run_whose_val_loss_diverged_is_not_converged():
+    # Lightning's EarlyStopping also stops on a NaN or infinite loss: that is no convergence
+    state = convergence(_record([1.0, 0.9, float("nan"), 0.8], cap=200, early=True))
+    assert not state.converged and state.reason == "val loss not finite at epoch 3"
+    assert not convergence(_record([1.0] * 30 + [float("inf")], cap=31)).converged
 
 
 def test_old_records_without_history_are_marked():
@@ -84,6 +92,23 @@ def test_failing_claim_names_the_unconverged_cell(tmp_path):
     assert verdict.status == INCONCLUSIVE
     assert "Standard d=8 (seed 0): cap of 40 epochs reached, best val loss still" \
         in verdict.detail
+
+
+def test_a_margin_around_another_cell_rests_on_that_cell_too(tmp_path):
+    # Table 6: "the three MZ sizes are within 0.03 R² of each other": MZ-Slim is the
+    # reference, so a quick-profile MZ-Slim cannot let the converged Med and Full contradict
+    out, mst = str(tmp_path), TABLE6.column("MST")
+    claim = TABLE6.claims[1].text
+    _write(out, "MZ-Med (n_g=4, L=2)", 0.30, _record(PLATEAU, cap=40), spec=TABLE6, column=mst)
+    _write(out, "MZ-Full (n_g=8, L=4)", 0.31, _record(PLATEAU, cap=40), spec=TABLE6, column=mst)
+    _write(out, "MZ-Slim (n_g=2, L=1)", 0.10, _record(PLATEAU, cap=40, profile="quick"),
+           spec=TABLE6, column=mst)
+    verdict = dict(verdicts(TABLE6, Results(TABLE6, load_records(out, TABLE6.key))))[claim]
+    assert verdict.status == INCONCLUSIVE, verdict.detail
+    assert "MZ-Slim (n_g=2, L=1) MST (seed 0): quick profile" in verdict.detail
+    _write(out, "MZ-Slim (n_g=2, L=1)", 0.10, _record(PLATEAU, cap=40), spec=TABLE6, column=mst)
+    verdict = dict(verdicts(TABLE6, Results(TABLE6, load_records(out, TABLE6.key))))[claim]
+    assert verdict.status == CONTRADICTED, verdict.detail
 
 
 def test_a_column_that_is_our_reading_never_contradicts(tmp_path):
