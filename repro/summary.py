@@ -22,7 +22,8 @@ r"""Cells shown per claim in the numbers column (the report has them all)."""
 def _numbers(spec: TableSpec, results: Results, cells: tuple[tuple[str, str], ...]) -> str:
     # "Standard d=8 0.929 (paper 0.025)" for the first SHOWN_CELLS cells that ran.
     paper, parts = paper_table_of(spec), []
-    ran = [(row, column) for row, column in cells if results.mean(row, column) is not None]
+    ran = [(row, column) for row, column in dict.fromkeys(cells)
+           if results.mean(row, column) is not None]
     for row, column in ran[:SHOWN_CELLS]:
         value = paper_entry(spec, paper, row, column)
         ours = results.mean(row, column)
@@ -39,12 +40,15 @@ def summary_rows(out: str, specs: list[TableSpec]) -> list[dict[str, str]]:
     rows = []
     for spec in specs:
         results = Results(spec, load_records(out, spec.key))
-        profile = results.profiles[-1] if results.profiles else "quick"
+        # the most complete profile that ran (the spec lists them smoke, quick, full)
+        profile = next((name for name in reversed(list(spec.profiles))
+                        if name in results.profiles), "quick")
         command = f"mzattn-repro {spec.key} --profile {profile}"
         for text, result in verdicts(spec, results):
             rows.append({"table": spec.key, "claim": text, "verdict": result.status,
                          "convergence": result.convergence,
-                         "numbers": _numbers(spec, results, result.read),
+                         # the cells of failing conditions first
+                         "numbers": _numbers(spec, results, (*(result.cells or ()), *result.read)),
                          "detail": result.detail, "profiles": ",".join(results.profiles),
                          "command": command, "study": spec.study})
     return rows

@@ -1,6 +1,7 @@
 import os.path as osp
 
 import pytest
+from mzattn.repro.cells import RECORD_VERSION, Cell, cell_path, write_json_atomic
 from mzattn.repro.summary import (
     README_BEGIN,
     README_END,
@@ -9,6 +10,7 @@ from mzattn.repro.summary import (
     update_readme,
     verdict_table,
 )
+from mzattn.repro.table06_parameter_efficiency import SPEC as TABLE6
 from mzattn.repro.tables import list_tables, load_spec
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -49,3 +51,26 @@ def test_verdict_table_prefers_the_first_folder_and_skips_claims_not_run(tmp_pat
     readme.write_text("no region")
     with pytest.raises(ValueError, match="no '<!-- verdicts:begin -->'"):
         update_readme(str(readme), {})
+
+
+def _write(out, spec, row, column, r2, profile):
+    cell = Cell(spec.key, next(r for r in spec.rows if r.label == row), spec.column(column), 0)
+    write_json_atomic({"version": RECORD_VERSION, "status": "ok", "profile": profile,
+                       "cell_id": cell.cell_id, "metrics": {"r2": r2},
+                       "config": {"row": row, "column": column, "seed": 0},
+                       "epochs": 3, "stopped_early": True, "params": 1, "wall_time_s": 1.0},
+                      cell_path(out, cell))
+
+
+def test_a_summary_row_leads_with_the_failing_cells_and_names_the_fullest_profile(tmp_path):
+    # Table 6: MZ-Slim beats Standard on MST (read first) but not on RotMatch
+    out, slim = str(tmp_path), "MZ-Slim (n_g=2, L=1)"
+    for column, (r2_slim, r2_standard), profile in (("MST", (0.9, 0.5), "quick"),
+                                                    ("RotMatch", (0.1, 0.2), "full")):
+        _write(out, TABLE6, slim, column, r2_slim, profile)
+        _write(out, TABLE6, "Standard", column, r2_standard, profile)
+    row = summary_rows(out, [TABLE6])[0]
+    assert row["verdict"] == "contradicted", row["detail"]
+    assert row["numbers"].startswith(f"{slim} RotMatch 0.1 (paper 0.919); Standard RotMatch 0.2")
+    assert f"{slim} MST 0.9" in row["numbers"]
+    assert row["command"] == "mzattn-repro table6 --profile full"  # not "quick", sorted last
