@@ -10,7 +10,7 @@ from .convergence import convergence
 from .faults import atomic_write_text
 from .figures import learning_curves
 from .results import Results, load_records, set_aside_records
-from .spec import TableSpec, Verdict
+from .spec import TableSpec, Verdict, column_reading
 from .verdicts import decide, decide_study
 
 STUDY_WHY = "an analysis table compares readings of the task, not the paper's own setting"
@@ -163,12 +163,13 @@ def _header(spec: TableSpec, results: Results) -> list[str]:
 
 def _reading_lines(spec: TableSpec) -> list[str]:
     # Columns whose target the paper leaves undefined: what we chose (no contradiction there).
-    read = [c for c in spec.columns if c.reading]
+    read = [c for c in spec.columns if column_reading(c)]
     if not read:
         return []
-    return ["Columns whose target the paper does not define (a failed check there is "
-            "inconclusive, never contradicted):", "",
-            *(f"- {c.label}: {c.reading}." for c in read), ""]
+    return ["Columns whose target is our reading, as the paper does not define it or its own "
+            "numbers come from another task (a failed check there is inconclusive, never "
+            "contradicted):", "",
+            *(f"- {c.label}: {column_reading(c)}." for c in read), ""]
 
 
 def render(spec: TableSpec, results: Results, figure: str | None = None,

@@ -12,7 +12,8 @@ for every seed, on a column whose target the paper defines.
   conditions can decide;
 - **inconclusive**: the check passes or fails, but some cell behind it ran
   at a reduced budget, did not converge, or sits on a column whose target is
-  our reading of an undefined one (:obj:`Column.reading`); the reasons name
+  our reading: of an undefined one, or of a task whose own numbers in the
+  paper come from another (:func:`~mzattn.repro.spec.column_reading`); the reasons name
   the cells. Also a check that holds on the cells that ran while some of its
   cells have not run (the check's :obj:`"partly run"`);
 - **not run**: no condition of the check could be evaluated: the cells it
@@ -28,7 +29,7 @@ from typing import Any
 from .claims import NOT_REPRODUCED, NOT_RUN, PARTLY_RUN, REPRODUCED
 from .convergence import convergence
 from .results import Results
-from .spec import Verdict
+from .spec import Verdict, column_reading
 
 CONTRADICTED, INCONCLUSIVE, PIPELINE_ONLY = "contradicted", "inconclusive", \
     "pipeline check only"
@@ -58,8 +59,8 @@ def _readings(results: Results, cells: Iterable[Cell]) -> list[str]:
     # undefined, one line per reading.
     columns: dict[str, list[str]] = {}
     for column in (results.spec.column(label) for label in sorted({c for _, c in cells})):
-        if column.reading:
-            columns.setdefault(column.reading, []).append(column.label)
+        if reading := column_reading(column):
+            columns.setdefault(reading, []).append(column.label)
     return [f"{', '.join(labels)}: {'targets are' if len(labels) > 1 else 'target is'} our "
             f"reading ({reading})" for reading, labels in columns.items()]
 

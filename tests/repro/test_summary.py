@@ -10,7 +10,7 @@ from mzattn.repro.summary import (
     update_readme,
     verdict_table,
 )
-from mzattn.repro.table06_parameter_efficiency import SPEC as TABLE6
+from mzattn.repro.table01_depth_separation import SPEC as TABLE1
 from mzattn.repro.tables import list_tables, load_spec
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -63,14 +63,11 @@ def _write(out, spec, row, column, r2, profile):
 
 
 def test_a_summary_row_leads_with_the_failing_cells_and_names_the_fullest_profile(tmp_path):
-    # Table 6: MZ-Slim beats Standard on MST (read first) but not on RotMatch
-    out, slim = str(tmp_path), "MZ-Slim (n_g=2, L=1)"
-    for column, (r2_slim, r2_standard), profile in (("MST", (0.9, 0.5), "quick"),
-                                                    ("RotMatch", (0.1, 0.2), "full")):
-        _write(out, TABLE6, slim, column, r2_slim, profile)
-        _write(out, TABLE6, "Standard", column, r2_standard, profile)
-    row = summary_rows(out, [TABLE6])[0]
+    # Table 1: MZAttn-1L holds R² >= 0.90 at L=4 (read first) but not at L=8
+    out = str(tmp_path)
+    _write(out, TABLE1, "MZAttn-1L", "L=4", 0.95, "quick")
+    _write(out, TABLE1, "MZAttn-1L", "L=8", 0.5, "full")
+    row = summary_rows(out, [TABLE1])[0]
     assert row["verdict"] == "contradicted", row["detail"]
-    assert row["numbers"].startswith(f"{slim} RotMatch 0.1 (paper 0.919); Standard RotMatch 0.2")
-    assert f"{slim} MST 0.9" in row["numbers"]
-    assert row["command"] == "mzattn-repro table6 --profile full"  # not "quick", sorted last
+    assert row["numbers"] == "MZAttn-1L L=8 0.5 (paper 0.988); MZAttn-1L L=4 0.95 (paper 0.995)"
+    assert row["command"] == "mzattn-repro table1 --profile full"  # not "quick", sorted last

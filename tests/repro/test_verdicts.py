@@ -5,6 +5,7 @@ from mzattn.repro.report import verdicts, write_report
 from mzattn.repro.results import Results, load_records
 from mzattn.repro.table03_meb import SPEC
 from mzattn.repro.table06_parameter_efficiency import SPEC as TABLE6
+from mzattn.repro.table08_matrix_generators import SPEC as TABLE8
 from mzattn.repro.table29_slot_attention import SPEC as TABLE29
 from mzattn.repro.verdicts import (
     CONTRADICTED,
@@ -95,20 +96,30 @@ def test_failing_claim_names_the_unconverged_cell(tmp_path):
 
 
 def test_a_margin_around_another_cell_rests_on_that_cell_too(tmp_path):
-    # Table 6: "the three MZ sizes are within 0.03 R² of each other": MZ-Slim is the
-    # reference, so a quick-profile MZ-Slim cannot let the converged Med and Full contradict
-    out, mst = str(tmp_path), TABLE6.column("MST")
-    claim = TABLE6.claims[1].text
-    _write(out, "MZ-Med (n_g=4, L=2)", 0.30, _record(PLATEAU, cap=40), spec=TABLE6, column=mst)
-    _write(out, "MZ-Full (n_g=8, L=4)", 0.31, _record(PLATEAU, cap=40), spec=TABLE6, column=mst)
-    _write(out, "MZ-Slim (n_g=2, L=1)", 0.10, _record(PLATEAU, cap=40, profile="quick"),
-           spec=TABLE6, column=mst)
-    verdict = dict(verdicts(TABLE6, Results(TABLE6, load_records(out, TABLE6.key))))[claim]
+    # Table 8: "more generators change R² by at most 0.03": L=1 is the reference, so a
+    # quick-profile L=1 cannot let a converged L=2 contradict
+    out, column = str(tmp_path), TABLE8.column("L=16")
+    claim = TABLE8.claims[1].text
+    _write(out, "2", 0.99, _record(PLATEAU, cap=40), spec=TABLE8, column=column)
+    _write(out, "1", 0.90, _record(PLATEAU, cap=40, profile="quick"), spec=TABLE8, column=column)
+    verdict = dict(verdicts(TABLE8, Results(TABLE8, load_records(out, TABLE8.key))))[claim]
     assert verdict.status == INCONCLUSIVE, verdict.detail
-    assert "MZ-Slim (n_g=2, L=1) MST (seed 0): quick profile" in verdict.detail
-    _write(out, "MZ-Slim (n_g=2, L=1)", 0.10, _record(PLATEAU, cap=40), spec=TABLE6, column=mst)
-    verdict = dict(verdicts(TABLE6, Results(TABLE6, load_records(out, TABLE6.key))))[claim]
+    assert "✗ 1 of 5: 2 L=16 r2=0.99 <= 1 L=16 0.9 + 0.03" in verdict.detail
+    assert "1 L=16 (seed 0): quick profile" in verdict.detail
+    _write(out, "1", 0.90, _record(PLATEAU, cap=40), spec=TABLE8, column=column)
+    verdict = dict(verdicts(TABLE8, Results(TABLE8, load_records(out, TABLE8.key))))[claim]
     assert verdict.status == CONTRADICTED, verdict.detail
+
+
+def test_a_task_whose_paper_numbers_come_from_another_is_our_reading(tmp_path):
+    # Table 6's MST is Task G: the paper's Table 2 implies another target variance
+    out, mst = str(tmp_path), TABLE6.column("MST")
+    _write(out, "MZ-Slim (n_g=2, L=1)", 0.1, _record(PLATEAU, cap=40), spec=TABLE6, column=mst)
+    _write(out, "Standard", 0.4, _record(PLATEAU, cap=40), spec=TABLE6, column=mst)
+    verdict = dict(verdicts(TABLE6, Results(TABLE6, load_records(out, TABLE6.key))))[
+        TABLE6.claims[0].text]
+    assert verdict.status == INCONCLUSIVE, verdict.detail
+    assert "MST: target is our reading (the paper's Table 2 prints MSE and R²" in verdict.detail
 
 
 def test_a_column_that_is_our_reading_never_contradicts(tmp_path):

@@ -1,0 +1,48 @@
+import pytest
+from mzattn.repro.analysis.target_variance import (
+    COLUMNS,
+    main,
+    our_variance,
+    paper_variances,
+    same_scale,
+)
+from mzattn.repro.spec import TASK_READINGS, column_reading
+from mzattn.repro.table02_main import SPEC as TABLE2
+from mzattn.repro.table06_parameter_efficiency import SPEC as TABLE6
+
+
+def test_the_papers_rows_agree_on_each_target_variance():
+    # R² = 1 - MSE / Var(y): one variance per task, whichever row gives it
+    for column, expected in (("A", 18.1), ("B", 1397), ("F", 5101), ("G", 730)):
+        variances = paper_variances(column)
+        assert len(variances) >= 6
+        assert max(variances) / min(variances) < 1.03
+        assert sum(variances) / len(variances) == pytest.approx(expected, rel=0.005)
+
+
+@pytest.mark.parametrize("column,quoted", [("A", "2,195"), ("B", "0.44"), ("F", "3.6e-4"),
+                                           ("G", "398")])
+def test_our_variances_are_the_quoted_ones_and_not_the_papers(tmp_path, column, quoted):
+    ours = our_variance(column, root=str(tmp_path))
+    assert f"{ours:.2g}" == f"{float(quoted.replace(',', '')):.2g}"
+    paper = sum(paper_variances(column)) / len(paper_variances(column))
+    assert not same_scale(paper, ours)
+    assert f"has {quoted} (test split" in TASK_READINGS[TABLE2.column(column).task]
+
+
+def test_every_column_on_such_a_task_is_a_reading():
+    assert set(COLUMNS) == {"A", "B", "F", "G"}
+    for label in ("A", "B", "F", "G"):
+        assert column_reading(TABLE2.column(label)).startswith("the paper's Table 2 prints")
+    assert column_reading(TABLE2.column("D")) == ""  # few-shot retrieval: no MSE beside R²
+    assert "Task G test targets at 730" in column_reading(TABLE6.column("MST"))
+    assert column_reading(TABLE6.column("Max")).startswith("the paper does not say")
+    assert same_scale(100.0, 124.0) and not same_scale(100.0, 126.0)
+
+
+def test_cli_prints_the_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("mzattn.repro.analysis.target_variance.our_variance",
+                        lambda column, seed, root: 1.0)
+    assert main(["--seed", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "| F | 5101 (5078-5132) | 1 |" in printed and "(not the paper's task)" in printed
