@@ -37,12 +37,16 @@ def test_meb_corner_runs_the_corner_at_the_papers_protocol():
     assert config["task_overrides"] == {"d": 8, "max_clusters": 1, "spread_min": 1.0,
                                         "spread_max": 1.0}
     assert config["training"]["max_epochs"] == 200 and config["training"]["patience"] == 20
-    assert all(c.table != "table3-sensitivity" for c in campaign_cells("paper-protocol"))
+    batch = [c for c in campaign_cells("paper-protocol") if c.table == "table3-sensitivity"]
+    assert {c.column.label for c in batch} == {"batch 256"}  # no reading of the distribution
+    config = cell_config(load_spec("table3-sensitivity"), batch[0], "full")
+    assert config["task_overrides"] == {"d": 8} and config["training"]["batch_size"] == 256
+    assert config["training"]["max_epochs"] == 200 and config["training"]["lr"] == 1e-4
 
 
 def test_paper_protocol_lists_the_issues_cells_then_mamba_and_egnn():
     cells = campaign_cells("paper-protocol")
-    assert len(cells) == 70
+    assert len(cells) == 74
     table1 = {c.column.label for c in cells if c.table == "table1"}
     assert table1 == {c.label for c in load_spec("table1").columns}  # every L of its claims
     from mzattn.repro.table03_meb import PMA_BASELINES
@@ -50,8 +54,9 @@ def test_paper_protocol_lists_the_issues_cells_then_mamba_and_egnn():
     assert d32 >= {*PMA_BASELINES, "MZAttn-Full", "Mamba + PMA"}  # Table 3's claims at d=32
     order = [(c.table, c.column.label) for c in cells]  # what decides a claim soonest first
     assert order.index(("table1", "L=16")) < order.index(("table3", "d=32")) \
-        < order.index(("table1", "L=32")) < order.index(("table1", "L=24"))
-    assert [(c.table, c.row.label, c.column.label) for c in cells[60:]] == [
+        < order.index(("table3-sensitivity", "batch 256")) < order.index(("table1", "L=32")) \
+        < order.index(("table1", "L=24"))
+    assert [(c.table, c.row.label, c.column.label) for c in cells[64:]] == [
         ("table3", "Mamba + PMA", "d=8"), ("table3", "Mamba + PMA", "d=32"),
         ("table7", "EGNN", "Quadratic TDOF L=4"), ("table7", "EGNN", "Quadratic TDOF L=8"),
         ("table7", "EGNN", "Quadratic TDOF L=16"),
