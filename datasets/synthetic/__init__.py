@@ -30,7 +30,7 @@ from .statistics import (
     mahalanobis_distance,
     pca_reconstruction_error,
     set_reduction,
-    sum_of_maxima,
+    sum_of_dimension_maxima,
 )
 from .tasks import (
     ALIASES,
@@ -79,5 +79,5 @@ __all__ = [
     "quadratic_tdof",
     "rotation_matrix",
     "set_reduction",
-    "sum_of_maxima",
+    "sum_of_dimension_maxima",
 ]

@@ -10,7 +10,7 @@ import numpy as np
 
 from ._validate import as_points, check_float, check_int
 
-REDUCTIONS = ("sum_of_maxima", "max", "sum", "median", "range")
+REDUCTIONS = ("sum_of_dimension_maxima", "max", "sum", "median", "range")
 
 
 def sample_covariance(P) -> np.ndarray:
@@ -69,19 +69,26 @@ def pca_reconstruction_error(P, k: int) -> float:
     return float(np.clip(eigenvalues[: P.shape[1] - k], 0.0, None).sum())
 
 
-def sum_of_maxima(X) -> float:
-    r"""Task A target (App. A.2): :math:`y = \sum_i \max_j x_{ij}`, the sum
-    over the elements of their largest coordinate.
+def sum_of_dimension_maxima(X) -> float:
+    r"""Task A target (App. A.2), "the sum of dimension-wise maxima":
+    :math:`y = \sum_j \max_i x_{ij}`, the largest value of each coordinate
+    over the set, summed over the coordinates.
+
+    App. A.2 also writes :math:`y = \sum_i [\max_{\text{dim}} x_i]`, the sum
+    over the elements of their largest coordinate. Its own Table 2 decides
+    between the two: MSE / (1 - R²) of every row puts the variance of its
+    test targets at 18.1; this reading gives 19.9, the formula's 2,195
+    (:mod:`mzattn.repro.analysis.target_variance`).
 
     Args:
         X (numpy.ndarray): Set of shape :obj:`[n, d]`.
     """
-    return float(as_points(X, "X").max(1).sum())
+    return float(as_points(X, "X").max(0).sum())
 
 
 def set_reduction(X, reduction: str) -> float:
-    r"""A scalar reduction of a set: :obj:`"sum_of_maxima"` (Task A, see
-    :func:`sum_of_maxima`), or, over all :math:`n \cdot d` entries
+    r"""A scalar reduction of a set: :obj:`"sum_of_dimension_maxima"` (Task A,
+    see :func:`sum_of_dimension_maxima`), or, over all :math:`n \cdot d` entries
     (Tables 25 and 29), :obj:`"max"`, :obj:`"sum"`, :obj:`"median"` or
     :obj:`"range"` (max minus min).
 
@@ -94,8 +101,8 @@ def set_reduction(X, reduction: str) -> float:
         reduction (str): One of :obj:`REDUCTIONS`.
     """
     X = as_points(X, "X")
-    if reduction == "sum_of_maxima":
-        return sum_of_maxima(X)
+    if reduction == "sum_of_dimension_maxima":
+        return sum_of_dimension_maxima(X)
     if reduction == "max":
         return float(X.max())
     if reduction == "sum":

@@ -762,7 +762,7 @@ class FewShotRetrievalConfig(TaskConfig):
 
 
 TASKS: dict[str, TaskConfig] = {
-    "task_a": SetReductionConfig(target="sum_of_maxima", n_max=100, num_train=10000,
+    "task_a": SetReductionConfig(target="sum_of_dimension_maxima", n_max=100, num_train=10000,
                                  num_val=2000, num_test=2000),
     "task_b": ChamferMatchingConfig(),
     "task_d": FewShotRetrievalConfig(),

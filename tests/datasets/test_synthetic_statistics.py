@@ -6,7 +6,7 @@ from mzattn.datasets.synthetic.statistics import (
     mahalanobis_distance,
     pca_reconstruction_error,
     set_reduction,
-    sum_of_maxima,
+    sum_of_dimension_maxima,
 )
 from scipy.spatial.distance import mahalanobis
 
@@ -45,11 +45,13 @@ def test_pca_reconstruction_matches_explicit_projection(k):
 
 def test_set_reductions_match_numpy():
     X = _points(n=9, d=4)
-    expected = {"sum_of_maxima": sum(max(row) for row in X), "max": X.max(), "sum": X.sum(),
+    expected = {"sum_of_dimension_maxima": sum(max(column) for column in X.T), "max": X.max(),
+                "sum": X.sum(),
                 "median": np.median(X.ravel()), "range": X.max() - X.min()}
     assert set(expected) == set(REDUCTIONS)
     for name, value in expected.items():
         assert set_reduction(X, name) == pytest.approx(value, rel=1e-12)
-    assert sum_of_maxima(X) == pytest.approx(expected["sum_of_maxima"])
+    assert sum_of_dimension_maxima(X) == pytest.approx(expected["sum_of_dimension_maxima"])
+    assert sum_of_dimension_maxima([[1.0, 5.0], [3.0, 2.0]]) == 8.0  # max 3 of x_1, 5 of x_2
     with pytest.raises(ValueError, match="'reduction' must be one of"):
         set_reduction(X, "mean")

@@ -34,7 +34,7 @@ def test_point_cloud_targets_recompute_from_the_set(name):
 
 
 def test_task_a_and_reductions_recompute_from_the_set():
-    for name, reduction in [("task_a", "sum_of_maxima"), ("set_sum", "sum"),
+    for name, reduction in [("task_a", "sum_of_dimension_maxima"), ("set_sum", "sum"),
                             ("set_median", "median")]:
         for sample in _samples(name, 5):
             assert sample.y[0] == pytest.approx(statistics.set_reduction(sample.x, reduction))
