@@ -43,8 +43,7 @@ def our_variance(column: str, seed: int = 0, root: str | None = None) -> float:
     from mzattn.datasets.synthetic import load_splits
 
     from ..tables import load_spec
-    spec = load_spec("table2")
-    task = spec.column(column)
+    task = load_spec("table2").column(column)
     _, _, test = load_splits(task.task, seed=seed, root=root, log=False, **task.overrides)
     return float(torch.cat([data.y.reshape(-1) for data in test]).double().var())
 
