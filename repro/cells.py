@@ -222,6 +222,38 @@ def is_finished(record: dict[str, Any] | None, config: dict[str, Any]) -> bool:
         and _identity(record.get("config", {})) == _identity(config)
 
 
+def stale_problem(spec: TableSpec, record: dict[str, Any]) -> str | None:
+    r"""Why :obj:`record`, a record of one of :obj:`spec`'s cells, is not a
+    run of that cell as :obj:`spec` defines it now (its profile, task, model
+    or training changed since it ran), naming each field that differs with
+    the recorded value and today's; :obj:`None` if it is one, or if
+    :obj:`spec` has no such row or column (a view of a table, such as the
+    demo's, leaves those out). The runner runs a stale cell again
+    (:func:`is_finished`); reports do not count its record."""
+    config = record["config"]
+    row = next((r for r in spec.rows if r.label == config["row"]), None)
+    if row is None or config["column"] not in {c.label for c in spec.columns}:
+        return None
+    if record.get("profile") not in spec.profiles:
+        return f"profile {record.get('profile')!r} is not one of {sorted(spec.profiles)}"
+    cell = Cell(spec.key, row, spec.column(config["column"]), config.get("seed", 0))
+    now, then = (json.loads(_identity(c))
+                 for c in (cell_config(spec, cell, record["profile"]), config))
+    changes = [f"{field} {old!r} (now {new!r})" for field, old, new in _changes(then, now)]
+    return "stale: " + "; ".join(changes) if changes else None
+
+
+def _changes(then: dict[str, Any], now: dict[str, Any],
+             prefix: str = "") -> Iterator[tuple[str, Any, Any]]:
+    # (dotted field, recorded value, today's value) for each field that differs
+    for key in sorted(then.keys() | now.keys()):
+        old, new = then.get(key), now.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            yield from _changes(old, new, f"{prefix}{key}.")
+        elif old != new:
+            yield f"{prefix}{key}", old, new
+
+
 def cell_config(spec: TableSpec, cell: Cell, profile_name: str) -> dict[str, Any]:
     r"""Everything that determines a cell's result (stored in its JSON)."""
     profile = column_profile(spec.profile(profile_name), cell.column)

@@ -9,7 +9,7 @@ from .cells import table_dir
 from .convergence import convergence
 from .faults import atomic_write_text
 from .figures import learning_curves
-from .results import Results, load_records, set_aside_records
+from .results import Results
 from .spec import TableSpec, Verdict, column_reading
 from .verdicts import decide, decide_study
 
@@ -173,12 +173,10 @@ def _reading_lines(spec: TableSpec) -> list[str]:
 
 
 def render(spec: TableSpec, results: Results, figure: str | None = None,
-           curves: str | None = None, unreadable: list[str] | None = None,
-           folder: str | None = None) -> str:
-    r"""The markdown report of one table; :obj:`unreadable` lists the cell
-    files that could not be used (:func:`~mzattn.repro.results.load_records`),
-    :obj:`folder` is where a table with :obj:`TableSpec.sections` keeps what
-    they need."""
+           curves: str | None = None, folder: str | None = None) -> str:
+    r"""The markdown report of one table, naming the records it left out
+    (:obj:`results.stale`, :obj:`results.unreadable`); :obj:`folder` is
+    where a table with :obj:`TableSpec.sections` keeps what they need."""
     paper = paper_table_of(spec)
     lines = [f"# {spec.key}: {spec.title}", "", *_header(spec, results), ""]
     if spec.notes:
@@ -197,9 +195,13 @@ def render(spec: TableSpec, results: Results, figure: str | None = None,
         lines += ["", "## Failed cells", ""]
         lines += [f"- `{r['cell_id']}`: {r.get('error', 'unknown error')}"
                   for r in results.failed]
-    if unreadable:
+    if results.stale:
+        lines += ["", "## Stale records (not counted: the table's spec changed since they ran; "
+                  "their cells run again)", ""]
+        lines += [f"- {problem}" for problem in results.stale]
+    if results.unreadable:
         lines += ["", "## Unreadable cell files (not counted; their cells run again)", ""]
-        lines += [f"- {problem}" for problem in unreadable]
+        lines += [f"- {problem}" for problem in results.unreadable]
     if results.ok:
         lines += ["", "## What ran", "", *_ran_lines(results)]
     if curves:
@@ -212,16 +214,13 @@ def render(spec: TableSpec, results: Results, figure: str | None = None,
 def write_report(spec: TableSpec, out: str) -> str:
     r"""Writes :obj:`{out}/{table}/report.md` (and the figure, if the table
     has one and any cell finished) and returns the report's path. Cell
-    files that cannot be used are named on stderr and listed in the report,
-    never fatal."""
+    files that cannot be used and stale records are named on stderr and
+    listed in the report, never fatal."""
     folder = table_dir(out, spec.key)
     os.makedirs(folder, exist_ok=True)
-    unreadable: list[str] = []
-    results = Results(spec, load_records(out, spec.key, unreadable))
-    for problem in unreadable:
-        print(f"[mzattn-repro] skipped {problem}", file=sys.stderr, flush=True)
-    unreadable += [f"{path}: set aside by a run, which reran its cell"
-                   for path in set_aside_records(out, spec.key)]
+    results = Results.load(spec, out)
+    for problem in results.stale + results.unreadable:
+        print(f"[mzattn-repro] {spec.key}: not counted: {problem}", file=sys.stderr, flush=True)
     figure = None
     if spec.figure is not None and results.ok:
         figure = osp.join(folder, f"{spec.key}.png")
@@ -230,5 +229,5 @@ def write_report(spec: TableSpec, out: str) -> str:
     if not learning_curves(results, curves):
         curves = None
     path = osp.join(folder, "report.md")
-    atomic_write_text(render(spec, results, figure, curves, unreadable, folder), path)
+    atomic_write_text(render(spec, results, figure, curves, folder), path)
     return path

@@ -6,7 +6,7 @@ import statistics
 from collections.abc import Iterator
 from typing import Any
 
-from .cells import RecordError, read_record, table_dir
+from .cells import RecordError, read_record, stale_problem, table_dir
 from .spec import TableSpec
 
 
@@ -39,13 +39,38 @@ class Results:
     Args:
         spec (TableSpec): The table.
         records (list[dict]): Cell records (:func:`load_records`).
+        stale (list[str], optional): Records left out as stale, one line
+            each (:meth:`load`). (default: :obj:`()`)
+        unreadable (list[str], optional): Cell files that could not be
+            used, one line each (:meth:`load`). (default: :obj:`()`)
     """
-    def __init__(self, spec: TableSpec, records: list[dict[str, Any]]) -> None:
+    def __init__(self, spec: TableSpec, records: list[dict[str, Any]], *,
+                 stale: list[str] = (), unreadable: list[str] = ()) -> None:
         self.spec = spec
+        self.stale, self.unreadable = list(stale), list(unreadable)
         self.ok = [r for r in records if r.get("status") == "ok"]
         self.failed = [r for r in records if r.get("status") != "ok"]
         self.profiles = sorted({r["profile"] for r in self.ok})
         self._read: set[tuple[str, str]] | None = None
+
+    @classmethod
+    def load(cls, spec: TableSpec, out: str) -> "Results":
+        r"""The records of :obj:`spec`'s table under :obj:`out`. A record
+        that is no longer a run of its cell
+        (:func:`~mzattn.repro.cells.stale_problem`) is left out and named in
+        :obj:`stale`; a file that cannot be used (:func:`load_records`), or
+        that a run set aside, in :obj:`unreadable`."""
+        unreadable: list[str] = []
+        records, stale = [], []
+        for record in load_records(out, spec.key, unreadable):
+            problem = stale_problem(spec, record)
+            if problem is None:
+                records.append(record)
+            else:
+                stale.append(f"{record['cell_id']} ({record['profile']} profile): {problem}")
+        unreadable += [f"{path}: set aside by a run, which reran its cell"
+                       for path in set_aside_records(out, spec.key)]
+        return cls(spec, records, stale=stale, unreadable=unreadable)
 
     @contextlib.contextmanager
     def tracking(self) -> Iterator[set[tuple[str, str]]]:

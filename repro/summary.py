@@ -9,7 +9,7 @@ import re
 
 from .cells import write_json_atomic
 from .report import paper_entry, paper_scale, paper_table_of, verdicts
-from .results import Results, load_records
+from .results import Results
 from .spec import TableSpec
 
 README_BEGIN, README_END = "<!-- verdicts:begin -->", "<!-- verdicts:end -->"
@@ -39,7 +39,7 @@ def summary_rows(out: str, specs: list[TableSpec]) -> list[dict[str, str]]:
     profiles run and command."""
     rows = []
     for spec in specs:
-        results = Results(spec, load_records(out, spec.key))
+        results = Results.load(spec, out)
         # the most complete profile that ran (the spec lists them smoke, quick, full)
         profile = next((name for name in reversed(list(spec.profiles))
                         if name in results.profiles), "quick")

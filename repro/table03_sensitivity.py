@@ -239,8 +239,8 @@ def finding_sentences(results) -> list[str]:
 def table3_lines(out: str) -> list[str]:
     r"""The section Table 3's report prints about this study, from its
     cells under the same results folder :obj:`out`."""
-    from mzattn.repro.results import Results, load_records
-    results = Results(SPEC, load_records(out, SPEC.key))
+    from mzattn.repro.results import Results
+    results = Results.load(SPEC, out)
     command = f"`mzattn-repro table3-sensitivity --profile quick --out {out}`"
     lines = ["## Sensitivity to the point distribution (issue 18)", ""]
     if not results.ok or results.profiles == ["smoke"]:

@@ -1,7 +1,15 @@
 import dataclasses
 
 import pytest
-from mzattn.repro.cells import RECORD_VERSION, Cell, cell_path, write_json_atomic
+from mzattn.repro.cells import (
+    RECORD_VERSION,
+    Cell,
+    cell_config,
+    cell_path,
+    read_record,
+    stale_problem,
+    write_json_atomic,
+)
 from mzattn.repro.claims import (
     NOT_REPRODUCED,
     NOT_RUN,
@@ -26,7 +34,7 @@ def _write(out, row, column, seed, r2, mse=1.0, status="ok"):
     cell = Cell(SPEC.key, spec_row, spec_col, seed)
     record = {"version": RECORD_VERSION, "status": status, "profile": "quick",
               "cell_id": cell.cell_id,
-              "config": {"row": row, "column": column, "seed": seed},
+              "config": cell_config(SPEC, cell, "quick"),
               "metrics": {"r2": r2, "mse": mse}, "params": 1234, "wall_time_s": 60.0}
     if status != "ok":
         record = {k: v for k, v in record.items() if k != "metrics"} | {"error": "boom"}
@@ -120,6 +128,43 @@ def test_cli_report_rebuilds_from_json(out, capsys):
     assert "table3/report.md" in printed and "SUMMARY.md" in printed
     summary = open(f"{out}/SUMMARY.md").read()
     assert "| table3 |" in summary and "mzattn-repro table3 --profile quick" in summary
+
+
+def _age(out, row, seed=0, **training):
+    # the record of (row, d=8) as if it had run before the quick profile became what it is
+    cell = Cell(SPEC.key, next(r for r in SPEC.rows if r.label == row), SPEC.column("d=8"), seed)
+    record = read_record(cell_path(out, cell))
+    record["config"]["training"] |= training
+    write_json_atomic(record, cell_path(out, cell))
+
+
+def test_a_record_of_a_cell_whose_spec_changed_is_stale():
+    cell = Cell(SPEC.key, SPEC.rows[0], SPEC.column("d=8"), 0)
+    config = cell_config(SPEC, cell, "quick")
+    record = {"profile": "quick", "config": config}
+    assert stale_problem(SPEC, record) is None
+    assert stale_problem(SPEC, {**record, "config": config | {"table": "demo"}}) is None
+    changed = config | {"training": config["training"] | {"max_epochs": 15},
+                        "task_overrides": config["task_overrides"] | {"d": 9}}
+    assert stale_problem(SPEC, {**record, "config": changed}) == (
+        "stale: task_overrides.d 9 (now 8); training.max_epochs 15 (now 20)")
+    assert stale_problem(SPEC, {"profile": "tiny", "config": config}) == (
+        "profile 'tiny' is not one of ['full', 'quick', 'smoke']")
+    # a view of the table without the row (the demo's) does not judge its records
+    view = dataclasses.replace(SPEC, rows=SPEC.rows[1:])
+    assert stale_problem(view, {**record, "config": changed}) is None
+
+
+def test_reports_leave_stale_records_out_and_name_them(out, capsys):
+    _age(out, "Standard", max_epochs=15)
+    results = Results.load(SPEC, out)
+    assert results.mean("Standard", "d=8") is None and results.mean("MZAttn-Full", "d=8")
+    assert results.stale == ["Standard__d_8__s0 (quick profile): stale: "
+                             "training.max_epochs 15 (now 20)"]
+    text = open(write_report(SPEC, out)).read()
+    assert "## Stale records" in text and "- Standard__d_8__s0 (quick profile)" in text
+    assert "| Standard | d=8 | not run |" in text
+    assert "table3: not counted: Standard__d_8__s0" in capsys.readouterr().err
 
 
 def test_cli_commands(capsys):

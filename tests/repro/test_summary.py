@@ -1,7 +1,7 @@
 import os.path as osp
 
 import pytest
-from mzattn.repro.cells import RECORD_VERSION, Cell, cell_path, write_json_atomic
+from mzattn.repro.cells import RECORD_VERSION, Cell, cell_config, cell_path, write_json_atomic
 from mzattn.repro.summary import (
     README_BEGIN,
     README_END,
@@ -57,7 +57,7 @@ def _write(out, spec, row, column, r2, profile):
     cell = Cell(spec.key, next(r for r in spec.rows if r.label == row), spec.column(column), 0)
     write_json_atomic({"version": RECORD_VERSION, "status": "ok", "profile": profile,
                        "cell_id": cell.cell_id, "metrics": {"r2": r2},
-                       "config": {"row": row, "column": column, "seed": 0},
+                       "config": cell_config(spec, cell, profile),
                        "epochs": 3, "stopped_early": True, "params": 1, "wall_time_s": 1.0},
                       cell_path(out, cell))
 

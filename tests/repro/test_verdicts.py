@@ -1,5 +1,5 @@
 import pytest
-from mzattn.repro.cells import RECORD_VERSION, Cell, cell_path, write_json_atomic
+from mzattn.repro.cells import RECORD_VERSION, Cell, cell_config, cell_path, write_json_atomic
 from mzattn.repro.convergence import STALL_EPOCHS, best_change, convergence
 from mzattn.repro.report import verdicts, write_report
 from mzattn.repro.results import Results, load_records
@@ -62,7 +62,7 @@ def _write(out, row, r2, record, spec=SPEC, column=None):
     cell = Cell(spec.key, next(r for r in spec.rows if r.label == row), column, 0)
     write_json_atomic(record | {"version": RECORD_VERSION, "cell_id": cell.cell_id,
                                 "metrics": {"r2": r2, "mse": 1.0},
-                                "config": {"row": row, "column": column.label, "seed": 0},
+                                "config": cell_config(spec, cell, record["profile"]),
                                 "params": 1, "wall_time_s": 1.0}, cell_path(out, cell))
 
 
