@@ -59,7 +59,6 @@ BOHR3 = "bohr^3"
 BOHR2 = "bohr^2"
 HARTREE = "Ha"
 CAL_PER_MOL_K = "cal/(mol K)"
-ANGSTROM = "Å"
 
 
 class QM9Target(NamedTuple):
