@@ -56,11 +56,17 @@ def test_paper_protocol_lists_the_issues_cells_then_mamba_and_egnn():
     assert order.index(("table1", "L=16")) < order.index(("table3", "d=32")) \
         < order.index(("table3-sensitivity", "batch 256")) < order.index(("table1", "L=32")) \
         < order.index(("table1", "L=24"))
-    assert [(c.table, c.row.label, c.column.label) for c in cells[64:]] == [
+    table7 = [(c.row.label, c.column.label) for c in cells[54:60]]  # after Table 1 at L=24
+    assert table7 == [(row, f"Quadratic TDOF L={L}") for L in (4, 8, 16)
+                      for row in ("ST-Large", "MZAttn (ours)")]
+    assert [(c.table, c.row.label, c.column.label) for c in cells[60:]] == [
         ("table3", "Mamba + PMA", "d=8"), ("table3", "Mamba + PMA", "d=32"),
         ("table7", "EGNN", "Quadratic TDOF L=4"), ("table7", "EGNN", "Quadratic TDOF L=8"),
-        ("table7", "EGNN", "Quadratic TDOF L=16"),
-        *(("table1", "EGNN", f"L={L}") for L in (24, 32, 4, 8, 16))]  # the twins last
+        ("table7", "EGNN", "Quadratic TDOF L=16"), ("table1", "EGNN", "L=24"),
+        ("table1", "EGNN", "L=32"),
+        *(("table3", row, "d=32") for row in ("HyperNet (r=8)", "HyperNet (r=64, full key-rank)",
+                                             "Perceiver", "LA-ST (Linear Attn.)")),
+        *(("table1", "EGNN", f"L={L}") for L in (4, 8, 16))]  # decided claims, then the twins
 
 
 def test_status_counts_a_twin_of_a_cell_above_as_free(tmp_path, monkeypatch):
