@@ -217,7 +217,7 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
                      f"{'—' if epoch_s is None else f'{epoch_s:.1f}'} | {shown} | {conv} |")
     lines.append(f"\nTime left at the cap: {total_left:.1f} h of one core measured on the "
                  f"cells' last epochs, ≈ {estimated:.1f} h more estimated for the cells "
-                 "not started (one training step timed on one thread, scaled; "
+                 "not started (the CPU time of one training step on one thread, scaled; "
                  "validation not counted).")
     return lines
 

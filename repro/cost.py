@@ -79,10 +79,14 @@ def probe_batch(config: Any, num_sets: int = PROBE_SETS) -> tuple[torch.Tensor, 
 
 def step_seconds(model: str, overrides: dict[str, Any], x: torch.Tensor, batch: torch.Tensor,
                  out_channels: int) -> float:
-    r"""Seconds of one training step (forward, backward, no optimiser) of
-    registry model :obj:`model`, built with constructor :obj:`overrides`,
-    on the sets :obj:`x [N, F]` with set index :obj:`batch [N]`, on one
-    torch thread: the fastest of :obj:`PROBE_STEPS` after a warm-up."""
+    r"""Seconds of one core for one training step (forward, backward, no
+    optimiser) of registry model :obj:`model`, built with constructor
+    :obj:`overrides`, on the sets :obj:`x [N, F]` with set index
+    :obj:`batch [N]`, on one torch thread: the fastest of
+    :obj:`PROBE_STEPS` after a warm-up. The clock is the thread's CPU time,
+    so that the estimate holds on a loaded machine: wall time would count
+    the time the step waits for a busy core (4-5 times the step beside
+    three busy processes on two cores)."""
     from mzattn.baselines import build_model
     from mzattn.baselines.uncertainty import prediction
     times = []
@@ -91,15 +95,15 @@ def step_seconds(model: str, overrides: dict[str, Any], x: torch.Tensor, batch: 
         torch.manual_seed(0)
         net = build_model(model, x.size(-1), out_channels, **overrides)
         for _ in range(1 + PROBE_STEPS):
-            start = time.perf_counter()
+            start = time.thread_time()  # one torch thread: the ops run on this one
             prediction(net(x, batch)).square().mean().backward()
-            times.append(time.perf_counter() - start)
+            times.append(time.thread_time() - start)
     return min(times[1:])
 
 
 @contextmanager
 def _one_thread() -> Iterator[None]:
-    # on a loaded machine, threads that wait for busy cores would time the machine, not the model
+    # the step's ops run on the calling thread, whose CPU time step_seconds reads
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

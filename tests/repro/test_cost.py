@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+import time
 from dataclasses import dataclass
 
 import mzattn.repro.launch as launch_module
@@ -118,3 +122,20 @@ def test_a_campaign_keeps_its_order(monkeypatch, tmp_path):
     cells = grid(load_spec("table6"), "smoke", ["Standard", "MZ-Full (n_g=8, L=4)"])
     started = _started(monkeypatch, tmp_path, cells, keep_order=True)
     assert [run.cell.cell_id for run in started] == [cell.cell_id for cell in cells]
+
+
+def test_the_probe_times_the_step_not_the_load():
+    # three busy processes a core make a wall-clock step 3-5 times longer; one core's time for
+    # the step stays about the same, so the estimate holds on a loaded machine
+    x, batch = probe_batch(get_config("quadratic_tdof", L=8))
+    idle = step_seconds("mz-full", {}, x, batch, 1)
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(3 * (os.cpu_count() or 1))]
+    try:
+        time.sleep(0.5)
+        loaded = step_seconds("mz-full", {}, x, batch, 1)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    assert loaded < 2 * idle
