@@ -6,13 +6,15 @@ killed cell resumes from its :obj:`last.ckpt`, and each cell runs under its
 own lock, so separate invocations share the list without running a cell
 twice. Its cells are dispatched like a table's (:mod:`.launch`: in process,
 :obj:`--jobs N` worker processes, or :obj:`--launcher slurm`), and after
-every cell the table's report is rebuilt. :obj:`--status` prints the plan
+every cell the table's report is rebuilt; with :obj:`--commit` the cell is
+also committed to git (:mod:`.commit`). :obj:`--status` prints the plan
 and its progress.
 """
 import argparse
 import csv
 import os.path as osp
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .cells import (
@@ -24,9 +26,10 @@ from .cells import (
     log_path,
     peek_record,
 )
+from .commit import ResultsRepository
 from .egnn_comparison import INVARIANT
 from .faults import RunStopped
-from .launch import CellRun, launch
+from .launch import CellRun, launch, say
 from .options import (
     LaunchOptions,
     add_launch_arguments,
@@ -128,15 +131,39 @@ def campaign_cells(name: str, seeds: tuple[int, ...] = (0,),
 
 def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
                  options: RunOptions | None = None, profile: str = PROFILE,
-                 launch_options: LaunchOptions | None = None) -> int:
+                 launch_options: LaunchOptions | None = None, commit: bool = False) -> int:
     r"""Runs every cell of campaign :obj:`name` that is neither finished nor
     held by another process, as :obj:`launch_options` dispatch them,
     rebuilding a table's report after each of its cells. The cells start in
     the campaign's order (what decides the most per CPU hour first), not
-    the costliest first. Returns the number of cells that failed."""
+    the costliest first. With :obj:`commit`, every finished cell is
+    committed to the git repository that holds :obj:`out` as it finishes
+    (:mod:`.commit`), the ones an earlier run left uncommitted first.
+    Returns the number of cells that failed."""
+    after_cell = _committer(name, out) if commit else None
     statuses = launch(campaign_cells(name, seeds, profile), profile, out, options,
-                      launch_options, report_each_cell=True, keep_order=True)
+                      launch_options, report_each_cell=True, keep_order=True,
+                      after_cell=after_cell)
     return sum(status == "failed" for status in statuses.values())
+
+
+def _committer(name: str, out: str) -> Callable[[Cell, str], None]:
+    # checks the repository now (a ValueError before any cell runs), commits what is left over
+    repository = ResultsRepository(out)
+
+    def commit(cell: Cell | None = None, status: str = "ok") -> None:
+        if status not in ("ok", "failed"):  # no new record
+            return
+        try:
+            committed = repository.commit_finished(f"campaign {name}")
+        except RuntimeError as error:  # the cells stay on disk, for the next commit
+            say(f"--commit: not committed this time: {error}")
+            return
+        if committed:
+            say(f"--commit: committed {', '.join(committed)}")
+
+    commit()
+    return commit
 
 
 def _history(out: str, cell: Cell) -> list[dict[str, str]]:
@@ -224,7 +251,7 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
 
 def cli(argv: list[str]) -> int:
     r""":obj:`mzattn-repro campaign NAME [--out DIR] [--seeds 0,1,2]
-    [--jobs N | --launcher slurm] [--status]`."""
+    [--jobs N | --launcher slurm] [--status] [--commit]`."""
     parser = argparse.ArgumentParser(prog="mzattn-repro campaign",
                                      description="run a named campaign of cells to completion")
     parser.add_argument("name", choices=sorted(CAMPAIGNS))
@@ -236,6 +263,9 @@ def cli(argv: list[str]) -> int:
                              "tables have 3-5)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads per cell")
     parser.add_argument("--status", action="store_true", help="print the plan and progress")
+    parser.add_argument("--commit", action="store_true",
+                        help="commit each finished cell, with its log and the rebuilt reports, "
+                             "to the git repository that holds --out")
     add_launch_arguments(parser)
     args = parser.parse_args(argv)
     if args.status:
@@ -245,7 +275,10 @@ def cli(argv: list[str]) -> int:
         failed = run_campaign(args.name, args.out, tuple(args.seeds),
                               options=RunOptions(progress=False),
                               profile=args.profile,
-                              launch_options=launch_options_from_args(args))
+                              launch_options=launch_options_from_args(args),
+                              commit=args.commit)
+    except ValueError as error:  # --commit outside a repository
+        parser.error(str(error))
     except RunStopped as stop:  # SIGTERM / SIGINT or a full disk: finished cells are kept
         print(f"[mzattn-repro] campaign {args.name}: {stop}", file=sys.stderr, flush=True)
         return stop.exit_status

@@ -15,7 +15,6 @@ r"""The :obj:`mzattn-repro` command (also :obj:`python -m mzattn.repro`).
 """
 import argparse
 import importlib
-import os.path as osp
 import sys
 
 from mzattn.extras import missing_extra_hint
@@ -77,7 +76,7 @@ def _models(argv: list[str]) -> int:
 
 def _report(argv: list[str]) -> int:
     from .report import write_report
-    from .summary import summary_rows, update_readme, write_summary
+    from .summary import specs_in, summary_rows, update_readme, write_summary
     parser = argparse.ArgumentParser(prog="mzattn-repro report",
                                      description="rebuild every report from the cell JSONs")
     parser.add_argument("--out", action="append", default=None,
@@ -88,8 +87,7 @@ def _report(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     summaries = {}
     for out in args.out or ["results"]:
-        keys = [key for key in list_tables() if osp.isdir(osp.join(out, key, "cells"))]
-        specs = [load_spec(key) for key in keys]
+        specs = specs_in(out)
         for spec in specs:
             print(write_report(spec, out))
         summaries[out] = summary_rows(out, specs)

@@ -305,12 +305,14 @@ def in_process(launch_options: LaunchOptions, options: RunOptions) -> bool:
 
 def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | None = None,
            launch_options: LaunchOptions | None = None, *,
-           report_each_cell: bool = False, keep_order: bool = False) -> dict[str, str]:
+           report_each_cell: bool = False, keep_order: bool = False,
+           after_cell: Callable[[Cell, str], None] | None = None) -> dict[str, str]:
     r"""Runs :obj:`cells` as :obj:`launch_options` says (:func:`dispatch`;
     in their order if :obj:`keep_order`), rebuilds the report of each table
     once its last cell has ended (after each of its cells if
-    :obj:`report_each_cell`), and returns every cell's status by
-    :func:`cell_key` (:class:`CellRun`)."""
+    :obj:`report_each_cell`), calls :obj:`after_cell(cell, status)` after
+    that, and returns every cell's status by :func:`cell_key`
+    (:class:`CellRun`)."""
     options = options or RunOptions()
     launch_options = launch_options or LaunchOptions()
     statuses: dict[str, str] = {}
@@ -321,6 +323,8 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
         left[cell.table] -= 1
         if left[cell.table] == 0 or (report_each_cell and status in ("ok", "failed")):
             _write_report(cell.table, out)
+        if after_cell is not None:
+            after_cell(cell, status)
 
     dispatch([CellRun(cell, profile, out, options) for cell in cells], options, launch_options,
              on_done, keep_order=keep_order)

@@ -11,6 +11,7 @@ from .cells import write_json_atomic
 from .report import paper_entry, paper_scale, paper_table_of, verdicts
 from .results import Results
 from .spec import TableSpec
+from .tables import list_tables, load_spec
 
 README_BEGIN, README_END = "<!-- verdicts:begin -->", "<!-- verdicts:end -->"
 r"""Markers of the generated region of the README."""
@@ -31,6 +32,12 @@ def _numbers(spec: TableSpec, results: Results, cells: tuple[tuple[str, str], ..
         parts.append(f"{row} {column} {ours:.3g}{theirs}")
     more = len(ran) - SHOWN_CELLS
     return "; ".join(parts) + (f"; {more} more in the report" if more > 0 else "")
+
+
+def specs_in(out: str) -> list[TableSpec]:
+    r"""The specs of the tables with a :obj:`cells` folder in :obj:`out`,
+    in the paper's order."""
+    return [load_spec(key) for key in list_tables() if osp.isdir(osp.join(out, key, "cells"))]
 
 
 def summary_rows(out: str, specs: list[TableSpec]) -> list[dict[str, str]]:

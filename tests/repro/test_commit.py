@@ -1,0 +1,78 @@
+import subprocess
+
+import pytest
+from mzattn.repro.campaign import CAMPAIGNS, Entry, cli
+from mzattn.repro.commit import ResultsRepository
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout
+
+
+@pytest.fixture()
+def repo(tmp_path):
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "config", "user.name", "test")
+    _git(tmp_path, "config", "user.email", "test@example.com")
+    (tmp_path / ".gitignore").write_text("/results/smoke/\n")
+    (tmp_path / "README.md").write_text("# a project\n")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "start")
+    return tmp_path
+
+
+def test_a_campaign_commits_each_cell_as_it_finishes(repo, data_root, monkeypatch):
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    monkeypatch.setenv("MZATTN_DATA", data_root)
+    out = repo / "results" / "full"
+    args = ["one", "--out", str(out), "--profile", "smoke", "--threads", "1"]
+    assert cli([*args, "--seeds", "1"]) == 0  # finished, not committed
+    partial = out / "table3" / "logs" / "Other__d_8__s0.csv"  # a cell still running elsewhere
+    partial.write_text("epoch,train_loss\n1,0.5\n")
+    (repo / "README.md").write_text("# a project, edited\n")  # work of the user's
+    _git(repo, "add", "README.md")
+
+    assert cli([*args, "--seeds", "1,2", "--commit"]) == 0
+    subjects = _git(repo, "log", "--format=%s").splitlines()
+    assert subjects == ["campaign one: Standard__d_8__s2",  # as it finished
+                        "campaign one: Standard__d_8__s1",  # left over, committed first
+                        "start"]
+    files = _git(repo, "show", "--name-only", "--format=", "HEAD~1").split()
+    assert {"results/full/table3/cells/Standard__d_8__s1.json",
+            "results/full/table3/logs/Standard__d_8__s1.csv",
+            "results/full/table3/report.md", "results/full/SUMMARY.md"} <= set(files)
+    assert "results/full/table3/cells/Standard__d_8__s2.json" in _git(
+        repo, "show", "--name-only", "--format=", "HEAD")
+    assert _git(repo, "status", "--porcelain").splitlines() == [
+        "M  README.md", "?? results/full/table3/logs/Other__d_8__s0.csv"]
+
+
+def test_commit_refuses_a_folder_git_does_not_keep(repo, tmp_path_factory, monkeypatch,
+                                                   capsys):
+    outside = tmp_path_factory.mktemp("no-repo") / "results"
+    with pytest.raises(ValueError, match="is not inside a git repository"):
+        ResultsRepository(str(outside))
+    with pytest.raises(ValueError, match="git ignores the cell files under"):
+        ResultsRepository(str(repo / "results" / "smoke"))
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    with pytest.raises(SystemExit):  # before any cell runs
+        cli(["one", "--out", str(repo / "results" / "smoke"), "--profile", "smoke", "--commit"])
+    assert "git ignores the cell files under" in capsys.readouterr().err
+    assert not (repo / "results" / "smoke" / "table3").exists()
+
+
+def test_a_failed_commit_leaves_the_cells_for_the_next(repo):
+    out = repo / "results" / "full"
+    cell = out / "other" / "cells" / "a__s0.json"  # of no table: the summary stays empty
+    cell.parent.mkdir(parents=True)
+    cell.write_text("{}")
+    repository = ResultsRepository(str(out))
+    assert repository.uncommitted_cells() == ["results/full/other/cells/a__s0.json"]
+    (repo / ".git" / "index.lock").write_text("")  # another git at work
+    with pytest.raises(RuntimeError, match="git add"):
+        repository.commit_finished("campaign one")
+    (repo / ".git" / "index.lock").unlink()
+    assert repository.commit_finished("campaign one") == [
+        "results/full/other/cells/a__s0.json"]
+    assert repository.uncommitted_cells() == []
