@@ -107,7 +107,7 @@ CAMPAIGNS: dict[str, tuple[Entry, ...]] = {
               ("corner",)),
     ),
     # Opt-in, for a cluster or a GPU: Table 7's claim on its ten rotation-invariant targets,
-    # which paper-protocol does not decide (20 cells, ≈ 35 h of one core at the cap, --status).
+    # which paper-protocol does not decide (20 cells, ≈ 20 h of one core at the cap, --status).
     "table7-invariant": (
         Entry("table7", ("EGNN", "MZAttn (ours)"), tuple(c.label for c in INVARIANT)),
     ),

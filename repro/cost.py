@@ -25,8 +25,9 @@ import torch
 PROBE_SETS = 16
 r"""Sets in the probe batch that times one training step."""
 
-PROBE_STEPS = 1
-r"""Timed steps after one warm-up step; the fastest counts."""
+PROBE_STEPS = 3
+r"""Timed steps after one warm-up step; the fastest counts (one alone varied by up to 2x
+between probes of one cell on a loaded machine)."""
 
 R = TypeVar("R")
 
