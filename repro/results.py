@@ -72,6 +72,12 @@ class Results:
                        for path in set_aside_records(out, spec.key)]
         return cls(spec, records, stale=stale, unreadable=unreadable)
 
+    def fullest_profile(self, default: str = "quick") -> str:
+        r"""The most complete profile with a finished cell (the spec lists
+        its profiles from smoke to full), or :obj:`default` when none has."""
+        return next((name for name in reversed(list(self.spec.profiles))
+                     if name in self.profiles), default)
+
     @contextlib.contextmanager
     def tracking(self) -> Iterator[set[tuple[str, str]]]:
         r"""Collects, into the yielded set, every :obj:`(row, column)` cell

@@ -47,10 +47,7 @@ def summary_rows(out: str, specs: list[TableSpec]) -> list[dict[str, str]]:
     rows = []
     for spec in specs:
         results = Results.load(spec, out)
-        # the most complete profile that ran (the spec lists them smoke, quick, full)
-        profile = next((name for name in reversed(list(spec.profiles))
-                        if name in results.profiles), "quick")
-        command = f"mzattn-repro {spec.key} --profile {profile}"
+        command = f"mzattn-repro {spec.key} --profile {results.fullest_profile()}"
         for text, result in verdicts(spec, results):
             rows.append({"table": spec.key, "claim": text, "verdict": result.status,
                          "convergence": result.convergence,

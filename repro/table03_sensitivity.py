@@ -219,7 +219,8 @@ def finding_sentences(results) -> list[str]:
     easy = [label for label in ran if label not in collapsed]
     reach = ", ".join(f"{label} {max(results.mean(r, label) for r in PMA_ROWS):.3f}"
                       for label in easy)
-    lines = [f"on {len(ran)} variants with all four models ({', '.join(ran)}), the PMA "
+    variants = "variant" if len(ran) == 1 else "variants"
+    lines = [f"on {len(ran)} {variants} with all four models ({', '.join(ran)}), the PMA "
              f"baselines (Standard, ST-Large) stay at R² <= 0.05 on "
              f"{', '.join(collapsed) or 'none'}"
              + (f" and reach {reach} on the others (best of the two)." if easy else ".")]
@@ -241,7 +242,8 @@ def table3_lines(out: str) -> list[str]:
     cells under the same results folder :obj:`out`."""
     from mzattn.repro.results import Results
     results = Results.load(SPEC, out)
-    command = f"`mzattn-repro table3-sensitivity --profile quick --out {out}`"
+    command = (f"`mzattn-repro table3-sensitivity --profile {results.fullest_profile()} "
+               f"--out {out}`")
     lines = ["## Sensitivity to the point distribution (issue 18)", ""]
     if not results.ok or results.profiles == ["smoke"]:
         return lines + [f"Not run in this folder ({command}); see docs/meb-sensitivity.md."]

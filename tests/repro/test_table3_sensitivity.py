@@ -167,3 +167,13 @@ def test_finding_sentences_name_where_the_baselines_collapse():
 
 def test_table3_report_points_to_the_study(tmp_path):
     assert "Not run in this folder" in " ".join(table3_lines(str(tmp_path)))
+
+
+def test_table3_report_names_the_profile_that_ran(monkeypatch):
+    from mzattn.repro.results import Results
+    results = _results({"batch 256": EASY}, profile="full")
+    assert results.fullest_profile() == "full" and _results({}).fullest_profile() == "quick"
+    monkeypatch.setattr(Results, "load", classmethod(lambda cls, spec, out: results))
+    text = " ".join(table3_lines("results/full"))
+    assert "`mzattn-repro table3-sensitivity --profile full --out results/full`" in text
+    assert "on 1 variant with all four models (batch 256)" in text
