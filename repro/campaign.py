@@ -271,14 +271,17 @@ def cli(argv: list[str]) -> int:
     if args.status:
         print("\n".join(status_lines(args.name, args.out, tuple(args.seeds), args.profile)))
         return 0
+    if args.commit:  # refused before any cell runs
+        try:
+            ResultsRepository(args.out)
+        except ValueError as error:
+            parser.error(str(error))
     try:
         failed = run_campaign(args.name, args.out, tuple(args.seeds),
                               options=RunOptions(progress=False),
                               profile=args.profile,
                               launch_options=launch_options_from_args(args),
                               commit=args.commit)
-    except ValueError as error:  # --commit outside a repository
-        parser.error(str(error))
     except RunStopped as stop:  # SIGTERM / SIGINT or a full disk: finished cells are kept
         print(f"[mzattn-repro] campaign {args.name}: {stop}", file=sys.stderr, flush=True)
         return stop.exit_status
