@@ -131,26 +131,26 @@ def campaign_cells(name: str, seeds: tuple[int, ...] = (0,),
 
 def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
                  options: RunOptions | None = None, profile: str = PROFILE,
-                 launch_options: LaunchOptions | None = None, commit: bool = False) -> int:
+                 launch_options: LaunchOptions | None = None, commit: bool = False,
+                 readme: str | None = None) -> int:
     r"""Runs every cell of campaign :obj:`name` that is neither finished nor
     held by another process, as :obj:`launch_options` dispatch them,
     rebuilding a table's report after each of its cells. The cells start in
     the campaign's order (what decides the most per CPU hour first), not
     the costliest first. With :obj:`commit`, every finished cell is
     committed to the git repository that holds :obj:`out` as it finishes
-    (:mod:`.commit`), the ones an earlier run left uncommitted first.
-    Returns the number of cells that failed."""
-    after_cell = _committer(name, out) if commit else None
+    (:mod:`.commit`), the ones an earlier run left uncommitted first, and
+    with them README :obj:`readme`'s rebuilt verdict table. Returns the
+    number of cells that failed."""
+    after_cell = _committer(name, ResultsRepository(out, readme)) if commit else None
     statuses = launch(campaign_cells(name, seeds, profile), profile, out, options,
                       launch_options, report_each_cell=True, keep_order=True,
                       after_cell=after_cell)
     return sum(status == "failed" for status in statuses.values())
 
 
-def _committer(name: str, out: str) -> Callable[[Cell, str], None]:
-    # checks the repository now (a ValueError before any cell runs), commits what is left over
-    repository = ResultsRepository(out)
-
+def _committer(name: str, repository: ResultsRepository) -> Callable[[Cell, str], None]:
+    # commits what is left over now, then after each cell
     def commit(cell: Cell | None = None, status: str = "ok") -> None:
         if status not in ("ok", "failed"):  # no new record
             return
@@ -161,6 +161,10 @@ def _committer(name: str, out: str) -> Callable[[Cell, str], None]:
             return
         if committed:
             say(f"--commit: committed {', '.join(committed)}")
+        if committed and repository.readme_edited():
+            say(f"--commit: {repository.readme} has uncommitted changes, so its verdict table "
+                "was neither rebuilt nor committed: commit them, or run `mzattn-repro report "
+                "--readme` later")
 
     commit()
     return commit
@@ -251,7 +255,7 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
 
 def cli(argv: list[str]) -> int:
     r""":obj:`mzattn-repro campaign NAME [--out DIR] [--seeds 0,1,2]
-    [--jobs N | --launcher slurm] [--status] [--commit]`."""
+    [--jobs N | --launcher slurm] [--status] [--commit [--readme README.md]]`."""
     parser = argparse.ArgumentParser(prog="mzattn-repro campaign",
                                      description="run a named campaign of cells to completion")
     parser.add_argument("name", choices=sorted(CAMPAIGNS))
@@ -266,14 +270,19 @@ def cli(argv: list[str]) -> int:
     parser.add_argument("--commit", action="store_true",
                         help="commit each finished cell, with its log and the rebuilt reports, "
                              "to the git repository that holds --out")
+    parser.add_argument("--readme", default=None,
+                        help="with --commit: rebuild this README's verdict table after each "
+                             "cell and commit it with the cell (its marker must list --out)")
     add_launch_arguments(parser)
     args = parser.parse_args(argv)
     if args.status:
         print("\n".join(status_lines(args.name, args.out, tuple(args.seeds), args.profile)))
         return 0
+    if args.readme and not args.commit:
+        parser.error("--readme goes with --commit")
     if args.commit:  # refused before any cell runs
         try:
-            ResultsRepository(args.out)
+            ResultsRepository(args.out, args.readme)
         except ValueError as error:
             parser.error(str(error))
     try:
@@ -281,7 +290,7 @@ def cli(argv: list[str]) -> int:
                               options=RunOptions(progress=False),
                               profile=args.profile,
                               launch_options=launch_options_from_args(args),
-                              commit=args.commit)
+                              commit=args.commit, readme=args.readme)
     except RunStopped as stop:  # SIGTERM / SIGINT or a full disk: finished cells are kept
         print(f"[mzattn-repro] campaign {args.name}: {stop}", file=sys.stderr, flush=True)
         return stop.exit_status

@@ -76,22 +76,26 @@ def _models(argv: list[str]) -> int:
 
 def _report(argv: list[str]) -> int:
     from .report import write_report
-    from .summary import specs_in, summary_rows, update_readme, write_summary
+    from .summary import folder_summaries, readme_folders, specs_in, update_readme, write_summary
     parser = argparse.ArgumentParser(prog="mzattn-repro report",
                                      description="rebuild every report from the cell JSONs")
     parser.add_argument("--out", action="append", default=None,
-                        help="results folder, repeatable (default: results)")
+                        help="results folder, repeatable (default: the folders --readme's "
+                             "verdict region lists, else results)")
     parser.add_argument("--readme", default=None,
                         help="also regenerate this README's verdict table from the folders, "
-                             "in the order given (paper protocol first)")
+                             "in the order given (paper protocol first), and list them in its "
+                             "begin marker")
     args = parser.parse_args(argv)
-    summaries = {}
-    for out in args.out or ["results"]:
-        specs = specs_in(out)
-        for spec in specs:
+    try:
+        folders = args.out or (readme_folders(args.readme) if args.readme else ["results"])
+    except ValueError as error:
+        parser.error(str(error))
+    summaries = folder_summaries(folders)
+    for out, rows in summaries.items():
+        for spec in specs_in(out):
             print(write_report(spec, out))
-        summaries[out] = summary_rows(out, specs)
-        print(write_summary(out, summaries[out]))
+        print(write_summary(out, rows))
     if args.readme:
         changed = update_readme(args.readme, summaries)
         print(f"{args.readme}: verdict table {'updated' if changed else 'unchanged'}")

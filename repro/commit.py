@@ -11,24 +11,36 @@ behind) with its CSV log, and the folder's tracked files that changed (the
 rebuilt reports and figures). The partial logs of cells still running stay
 untracked, to be committed with their cell; nothing outside the folder is
 committed, so other changes of the repository, staged or not, stay as they
-are.
+are. The one exception is a README named by :obj:`--readme`: its verdict
+table is rebuilt from the folders its marker lists and committed with the
+cell, so that every commit's README agrees with its results, unless the
+README has changes of the user's, which are never committed.
 """
 import os
 import os.path as osp
 import subprocess
 
-from .summary import specs_in, summary_rows, write_summary
+from .summary import (
+    folder_summaries,
+    readme_folders,
+    specs_in,
+    summary_rows,
+    update_readme,
+    write_summary,
+)
 
 
 class ResultsRepository:
-    r"""The git repository that holds results folder :obj:`out`.
+    r"""The git repository that holds results folder :obj:`out`, and
+    optionally the README whose verdict table is built from it.
 
     Raises :class:`ValueError` naming the folder when it is not inside a
     git work tree, or when git ignores the cell files under it (as
-    :obj:`results/smoke/`).
+    :obj:`results/smoke/`); naming :obj:`readme` when git does not track it
+    in this repository or its verdict region does not list :obj:`out`.
     """
 
-    def __init__(self, out: str) -> None:
+    def __init__(self, out: str, readme: str | None = None) -> None:
         os.makedirs(out, exist_ok=True)
         self.out = osp.abspath(out)
         try:
@@ -40,6 +52,20 @@ class ResultsRepository:
         if subprocess.run(["git", "check-ignore", "-q", probe], cwd=self.root).returncode == 0:
             raise ValueError(f"--commit: git ignores the cell files under {out} "
                              f"(see `git check-ignore -v {probe}`)")
+        self.readme = None if readme is None else self._check_readme(readme)
+
+    def _check_readme(self, readme: str) -> str:
+        path = osp.abspath(readme)
+        try:
+            self._git("ls-files", "--error-unmatch", "--", path)
+        except RuntimeError:
+            raise ValueError(f"--readme: git does not track {readme} in the repository "
+                             f"of {self.root}") from None
+        folders = [osp.realpath(folder) for folder in readme_folders(path)]
+        if osp.realpath(self.out) not in folders:
+            raise ValueError(f"--readme: the verdict table of {readme} is built from "
+                             f"{', '.join(folders)}, not from {self.out}")
+        return path
 
     def uncommitted_cells(self) -> list[str]:
         r"""Finished cell files under the folder that git does not track,
@@ -61,8 +87,21 @@ class ResultsRepository:
                                  or osp.exists(osp.join(self.root, _cell_of(path)))))
         names = ", ".join(osp.splitext(osp.basename(cell))[0] for cell in cells)
         self._git("commit", "-q", "-m", f"{subject}: {names}", "--",
-                  osp.relpath(self.out, self.root))
+                  osp.relpath(self.out, self.root), *self._rebuilt_readme())
         return cells
+
+    def readme_edited(self) -> bool:
+        r"""Whether the README has changes, staged or not, that are not
+        committed: then it is left as it is, for the user to commit."""
+        return self.readme is not None and bool(
+            self._git("status", "--porcelain", "--", self.readme).strip())
+
+    def _rebuilt_readme(self) -> list[str]:
+        # the README's path when its verdict table goes into this commit
+        if self.readme is None or self.readme_edited():
+            return []
+        update_readme(self.readme, folder_summaries(readme_folders(self.readme)))
+        return [osp.relpath(self.readme, self.root)]
 
     def _untracked(self) -> list[str]:
         listed = self._git("ls-files", "--others", "--exclude-standard", "--",

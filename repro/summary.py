@@ -1,7 +1,7 @@
 r"""One summary of every reported table: each headline claim with its
 verdict, the convergence of the runs behind it, our numbers beside the
 paper's and the command that reproduces it; and the README's verdict table,
-rendered from the summaries of several results folders
+rendered from the summaries of the results folders its begin marker lists
 (:obj:`mzattn-repro report --readme README.md`)."""
 import os
 import os.path as osp
@@ -14,7 +14,9 @@ from .spec import TableSpec
 from .tables import list_tables, load_spec
 
 README_BEGIN, README_END = "<!-- verdicts:begin -->", "<!-- verdicts:end -->"
-r"""Markers of the generated region of the README."""
+r"""Markers of the generated region of the README. The begin marker may list
+the results folders the region is built from, relative to the README, in
+their order: :obj:`<!-- verdicts:begin results/full results/quick -->`."""
 
 SHOWN_CELLS = 4
 r"""Cells shown per claim in the numbers column (the report has them all)."""
@@ -108,21 +110,58 @@ def readme_region(text: str) -> str | None:
     return None if match is None else match.group(0)
 
 
-_REGION = re.compile(re.escape(README_BEGIN) + ".*?" + re.escape(README_END), re.S)
+def begin_marker(folders: list[str]) -> str:
+    r"""The begin marker of a region built from :obj:`folders`."""
+    return " ".join([README_BEGIN.removesuffix(" -->"), *folders, "-->"])
+
+
+_REGION = re.compile(re.escape(README_BEGIN.removesuffix(" -->"))
+                     + r"(?P<folders>( [^ >]+)*) -->.*?" + re.escape(README_END), re.S)
+
+
+def readme_folders(path: str) -> list[str]:
+    r"""The results folders that the verdict region of README :obj:`path`
+    lists in its begin marker, as paths relative to the working directory,
+    in their order. Raises :class:`ValueError` naming the file when it has no
+    region or the region lists no folder."""
+    match = _REGION.search(_read(path))
+    if match is None:
+        raise ValueError(f"{path} has no '{README_BEGIN}' ... '{README_END}' region")
+    folders = match.group("folders").split()
+    if not folders:
+        raise ValueError(f"{path}: its '{README_BEGIN}' marker lists no results folder; "
+                         "name them once with `mzattn-repro report --out DIR ... "
+                         f"--readme {path}`")
+    base = osp.dirname(path)
+    return [osp.normpath(osp.join(base, folder)) for folder in folders]
+
+
+def folder_summaries(folders: list[str]) -> dict[str, list[dict[str, str]]]:
+    r""":func:`summary_rows` of every table reported in each of
+    :obj:`folders`, by folder, in their order."""
+    return {out: summary_rows(out, specs_in(out)) for out in folders}
 
 
 def update_readme(path: str, summaries: dict[str, list[dict[str, str]]]) -> bool:
     r"""Replaces the region between :obj:`README_BEGIN` and
-    :obj:`README_END` of :obj:`path` by :func:`verdict_table`; returns
-    whether the file changed."""
-    with open(path) as f:
-        text = f.read()
+    :obj:`README_END` of :obj:`path` by :func:`verdict_table` of
+    :obj:`summaries` (folder → :func:`summary_rows`), its marker listing the
+    folders, both relative to the README so that the commands it shows run
+    from the README's folder; returns whether the file changed."""
+    text = _read(path)
     if readme_region(text) is None:
         raise ValueError(f"{path} has no '{README_BEGIN}' ... '{README_END}' region")
-    region = f"{README_BEGIN}\n{verdict_table(summaries)}\n{README_END}"
+    base = osp.dirname(osp.abspath(path))
+    relative = {osp.relpath(osp.abspath(out), base): rows for out, rows in summaries.items()}
+    region = f"{begin_marker(list(relative))}\n{verdict_table(relative)}\n{README_END}"
     new = _REGION.sub(lambda _: region, text)
     if new != text:
         with open(path + ".tmp", "w") as f:
             f.write(new)
         os.replace(path + ".tmp", path)
     return new != text
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()

@@ -3,6 +3,7 @@ import subprocess
 import pytest
 from mzattn.repro.campaign import CAMPAIGNS, Entry, cli
 from mzattn.repro.commit import ResultsRepository
+from mzattn.repro.summary import README_END, begin_marker
 
 
 def _git(repo, *args):
@@ -76,3 +77,32 @@ def test_a_failed_commit_leaves_the_cells_for_the_next(repo):
     assert repository.commit_finished("campaign one") == [
         "results/full/other/cells/a__s0.json"]
     assert repository.uncommitted_cells() == []
+
+
+def test_commit_keeps_the_readme_verdict_table_with_the_cells(repo, data_root, monkeypatch,
+                                                               capsys):
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    monkeypatch.setenv("MZATTN_DATA", data_root)
+    readme = repo / "README.md"
+    readme.write_text(f"# a project\n{begin_marker(['results/full'])}\n{README_END}\n")
+    _git(repo, "commit", "-q", "-am", "a verdict table")
+    out = repo / "results" / "full"
+    args = ["one", "--out", str(out), "--profile", "smoke", "--threads", "1", "--commit",
+            "--readme", str(readme)]
+    with pytest.raises(SystemExit):  # the README's table is not built from this folder
+        cli([*args[:2], str(repo / "results" / "other"), *args[3:]])
+    assert "not from" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli(["one", "--out", str(out), "--readme", str(readme)])
+    assert "--readme goes with --commit" in capsys.readouterr().err
+
+    assert cli([*args, "--seeds", "1"]) == 0
+    assert _git(repo, "status", "--porcelain") == ""  # the README went with the cell
+    committed = _git(repo, "show", "HEAD:README.md")
+    assert "| table3: " in committed and "--out results/full` |" in committed
+
+    readme.write_text(readme.read_text() + "an edit of the user's\n")
+    assert cli([*args, "--seeds", "2"]) == 0
+    assert _git(repo, "show", "HEAD:README.md") == committed  # not rebuilt, not committed
+    assert _git(repo, "status", "--porcelain").splitlines() == [" M README.md"]
+    assert "README.md has uncommitted changes" in capsys.readouterr().out

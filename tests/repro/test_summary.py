@@ -2,37 +2,33 @@ import os.path as osp
 
 import pytest
 from mzattn.repro.cells import RECORD_VERSION, Cell, cell_config, cell_path, write_json_atomic
+from mzattn.repro.cli import main
 from mzattn.repro.summary import (
     README_BEGIN,
     README_END,
+    begin_marker,
+    folder_summaries,
+    readme_folders,
     readme_region,
     summary_rows,
     update_readme,
     verdict_table,
 )
 from mzattn.repro.table01_depth_separation import SPEC as TABLE1
-from mzattn.repro.tables import list_tables, load_spec
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-FOLDERS = ("results/full", "results/quick")  # the README's order: paper protocol first
-
-
-def _summaries(root: str) -> dict[str, list[dict[str, str]]]:
-    summaries = {}
-    for out in FOLDERS:
-        specs = [load_spec(key) for key in list_tables()
-                 if osp.isdir(osp.join(root, out, key, "cells"))]
-        summaries[out] = summary_rows(osp.join(root, out), specs)
-    return summaries
+README = osp.join(ROOT, "README.md")
 
 
 def test_readme_verdict_table_is_generated_from_the_committed_results():
-    with open(osp.join(ROOT, "README.md")) as f:
+    summaries = {osp.relpath(out, ROOT): rows
+                 for out, rows in folder_summaries(readme_folders(README)).items()}
+    assert list(summaries) == ["results/full", "results/quick"]  # the paper's protocol first
+    with open(README) as f:
         region = readme_region(f.read())
-    assert region is not None, "README.md lost its verdict region"
-    expected = f"{README_BEGIN}\n{verdict_table(_summaries(ROOT))}\n{README_END}"
+    expected = f"{begin_marker(list(summaries))}\n{verdict_table(summaries)}\n{README_END}"
     assert region == expected, ("README.md's verdict table is stale: run `mzattn-repro report "
-                                "--out results/full --out results/quick --readme README.md`")
+                                "--readme README.md`")
 
 
 def test_verdict_table_prefers_the_first_folder_and_skips_claims_not_run(tmp_path):
@@ -43,14 +39,46 @@ def test_verdict_table_prefers_the_first_folder_and_skips_claims_not_run(tmp_pat
     lines = table.splitlines()[2:]
     assert lines == ["| table3: a \\| b | **inconclusive** | — | x 1 | "
                      "`mzattn-repro table3 --profile full --out results/full` |"]
+
+
+def test_the_readme_region_lists_its_folders_relative_to_the_readme(tmp_path, monkeypatch):
+    row = {"table": "table3", "claim": "a", "verdict": "reproduced", "convergence": "",
+           "numbers": "x 1", "command": "mzattn-repro table3 --profile full"}
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{README_BEGIN}\nold\n{README_END}\nrest\n")
-    assert update_readme(str(readme), {"results/full": [row]})
-    assert readme.read_text().startswith("intro\n") and "old" not in readme.read_text()
-    assert not update_readme(str(readme), {"results/full": [row]})
+    with pytest.raises(ValueError, match="marker lists no results folder"):
+        readme_folders(str(readme))
+    full = str(tmp_path / "results" / "full")  # as a campaign with an absolute --out gives it
+    assert update_readme(str(readme), {full: [row]})
+    text = readme.read_text()
+    assert text.startswith("intro\n<!-- verdicts:begin results/full -->\n")
+    assert text.endswith(f"{README_END}\nrest\n") and "old" not in text
+    assert "`mzattn-repro table3 --profile full --out results/full` |" in text
+    assert readme_folders(str(readme)) == [full]
+    monkeypatch.chdir(tmp_path)
+    assert readme_folders("README.md") == ["results/full"]
+    assert not update_readme("README.md", {"results/full": [row]})
     readme.write_text("no region")
     with pytest.raises(ValueError, match="no '<!-- verdicts:begin -->'"):
         update_readme(str(readme), {})
+
+
+def test_report_rebuilds_the_readme_from_the_folders_it_lists(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _write("results/full", TABLE1, "MZAttn-1L", "L=4", 0.95, "full")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{README_BEGIN}\n{README_END}\n")
+    with pytest.raises(SystemExit):  # no folder given or listed
+        main(["report", "--readme", "README.md"])
+    assert "marker lists no results folder" in capsys.readouterr().err
+    assert main(["report", "--out", "results/full", "--readme", "README.md"]) == 0
+    text = readme.read_text()
+    assert text.startswith("<!-- verdicts:begin results/full -->\n") and "0.95" in text
+    _write("results/full", TABLE1, "MZAttn-1L", "L=8", 0.5, "full")
+    assert main(["report", "--readme", "README.md"]) == 0  # the folders it lists
+    assert "README.md: verdict table updated" in capsys.readouterr().out
+    assert "**contradicted**" in readme.read_text()
+    assert osp.exists("results/full/table1/report.md")
 
 
 def _write(out, spec, row, column, r2, profile):
