@@ -97,7 +97,10 @@ def _report(argv: list[str]) -> int:
             print(write_report(spec, out))
         print(write_summary(out, rows))
     if args.readme:
-        changed = update_readme(args.readme, summaries)
+        try:
+            changed = update_readme(args.readme, summaries)
+        except ValueError as error:  # no verdict region
+            parser.error(str(error))
         print(f"{args.readme}: verdict table {'updated' if changed else 'unchanged'}")
     return 0
 

@@ -79,6 +79,10 @@ def test_report_rebuilds_the_readme_from_the_folders_it_lists(tmp_path, monkeypa
     assert "README.md: verdict table updated" in capsys.readouterr().out
     assert "**contradicted**" in readme.read_text()
     assert osp.exists("results/full/table1/report.md")
+    readme.write_text("no region\n")
+    with pytest.raises(SystemExit):
+        main(["report", "--out", "results/full", "--readme", "README.md"])
+    assert "README.md has no '<!-- verdicts:begin -->'" in capsys.readouterr().err
 
 
 def _write(out, spec, row, column, r2, profile):
