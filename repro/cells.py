@@ -36,12 +36,14 @@ from .faults import (
     no_space,
     set_aside,
     stop_on_signals,
+    stop_signal,
 )
 from .history import History
 from .lightning_module import SetModule, output_channels
 from .progress import EpochLogger
 from .quiet import show_progress_bar
 from .spec import Column, Profile, Row, TableSpec, slug
+from .stages import reach
 from .twins import find_twin, run_lock_path, run_of
 
 RECORD_VERSION = 1
@@ -118,6 +120,12 @@ def log_path(out: str, cell: Cell) -> str:
 def lock_path(out: str, cell: Cell) -> str:
     r"""Lock of a running cell: :obj:`{out}/{table}/locks/{cell_id}.lock`."""
     return osp.join(table_dir(out, cell.table), "locks", f"{cell.cell_id}.lock")
+
+
+def stage_name(cell: Cell) -> str:
+    r"""A cell as its stage lines name it (:mod:`~mzattn.repro.stages`):
+    :obj:`"{table} {cell_id}"`."""
+    return f"{cell.table} {cell.cell_id}"
 
 
 def checkpoint_dir(out: str, cell: Cell) -> str:
@@ -282,7 +290,7 @@ def column_profile(profile: Profile, column: Column) -> Profile:
 
 
 def _callbacks(profile: Profile, ckpt_dir: str, progress: bool,
-               history: History) -> list[pl.Callback]:
+               history: History, name: str) -> list[pl.Callback]:
     callbacks = [
         history,
         ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/loss", mode="min",
@@ -291,7 +299,7 @@ def _callbacks(profile: Profile, ckpt_dir: str, progress: bool,
         # it only in the epochs where val/loss improves, so a kill in a plateau lost them
         ModelCheckpoint(dirpath=ckpt_dir, filename="last", enable_version_counter=False),
         EarlyStopping(monitor="val/loss", mode="min", patience=profile.patience),
-        StopBetweenSteps(osp.join(ckpt_dir, "last.ckpt")),
+        StopBetweenSteps(osp.join(ckpt_dir, "last.ckpt"), name),
     ]
     return callbacks if progress else [*callbacks, EpochLogger()]
 
@@ -309,8 +317,10 @@ def cell_data(cell: Cell, profile: Profile, options: RunOptions) -> SetDataModul
 def _build(spec: TableSpec, cell: Cell, profile: Profile,
            options: RunOptions) -> tuple[SetModule, SetDataModule]:
     from mzattn.baselines import build_model
+    reach("data", stage_name(cell))
     data = cell_data(cell, profile, options)
     train, loss = data.train_dataset, spec.loss_of(cell.column.label)
+    reach("model", stage_name(cell))
     num_classes = getattr(train, "num_classes", None) if loss == "cross_entropy" else None
     out = output_channels(loss, data.target_dim, num_classes)
     model = build_model(cell.row.model, data.in_channels, out,
@@ -342,9 +352,10 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
         devices=options.devices, strategy=options.strategy, num_nodes=options.num_nodes,
         precision=options.precision, deterministic=options.deterministic,
         gradient_clip_val=GRADIENT_CLIP,
-        callbacks=_callbacks(profile, ckpt_dir, progress, history),
+        callbacks=_callbacks(profile, ckpt_dir, progress, history, stage_name(cell)),
         logger=False, enable_progress_bar=progress, enable_model_summary=False,
-        default_root_dir=ckpt_dir, num_sanity_val_steps=0, plugins=[AtomicCheckpointIO()])
+        default_root_dir=ckpt_dir, num_sanity_val_steps=0,
+        plugins=[AtomicCheckpointIO(stage_name(cell))])
     last = osp.join(ckpt_dir, "last.ckpt")
     resumed = resumable(last)  # a corrupt one is set aside: the cell restarts
     # AtomicCheckpointIO loads with weights_only=True whatever Lightning asks for
@@ -355,6 +366,7 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
     # as they were at the best epoch (a shorter history, early stopping not yet fired)
     early = next(cb for cb in trainer.callbacks if isinstance(cb, EarlyStopping))
     stopped_early, curve = early.stopped_epoch > 0, list(history.rows)
+    reach("test", stage_name(cell))
     test = trainer.test(module, datamodule=data, ckpt_path=best, verbose=False)[0]
     return {
         "metrics": {k.removeprefix("test/"): float(v) for k, v in test.items()},
@@ -421,6 +433,7 @@ def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
         return previous | {"skipped": True}
     try:
         with stop_on_signals():
+            reach("start", stage_name(cell))
             return _run_exclusive(spec, cell, profile, out, options, config)
     except Interrupted as stop:
         raise stop.during(_resume_hint(out, cell)) from None
@@ -510,6 +523,8 @@ def _run_locked(spec: TableSpec, cell: Cell, profile: str, out: str, options: Ru
     except Exception as error:  # a failed cell must not stop the table
         if is_no_space(error):  # but a full disk must: the cell did not fail
             raise no_space(error, out) from None
+        if (signum := stop_signal()) is not None:  # a write the stop broke off: the stop
+            raise Interrupted(signum) from error
         record |= {"status": "failed", "error": f"{type(error).__name__}: {error}",
                    "traceback": traceback.format_exc()}
         print(f"[mzattn-repro] cell {cell.cell_id} failed: {record['error']}",

@@ -19,6 +19,7 @@ from .faults import (
     release_signals,
     set_aside,
 )
+from .stages import PausingFile, pausing, reach
 
 
 def safe_load(path: str, map_location: Any = "cpu") -> Any:
@@ -36,12 +37,22 @@ def safe_load(path: str, map_location: Any = "cpu") -> Any:
 
 class AtomicCheckpointIO(TorchCheckpointIO):
     r"""Lightning's checkpoint I/O, written through a temporary file in the
-    checkpoint's folder and :func:`os.replace` (a full disk leaves the
-    previous checkpoint intact), and read with :func:`safe_load`."""
+    checkpoint's folder and :func:`os.replace` (a full disk or a signal
+    leaves the previous checkpoint intact), and read with :func:`safe_load`.
+
+    Args:
+        name (str, optional): The cell, for stage :obj:`"checkpoint"`
+            (:mod:`~mzattn.repro.stages`). (default: :obj:`"cell"`)
+    """
+    def __init__(self, name: str = "cell") -> None:
+        super().__init__()
+        self.name = name
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: Any,
                         storage_options: Any | None = None) -> None:
-        atomic_write(str(path), lambda f: torch.save(checkpoint, f), binary=True)
+        def write(f) -> None:
+            torch.save(checkpoint, PausingFile(f, self.name) if pausing("checkpoint") else f)
+        atomic_write(str(path), write, binary=True)
 
     def load_checkpoint(self, path: Any, map_location: Any | None = None,
                         weights_only: bool | None = None) -> dict[str, Any]:
@@ -91,10 +102,14 @@ class StopBetweenSteps(pl.Callback):
 
     Args:
         path (str): The checkpoint written at a mid-epoch stop.
+        name (str, optional): The cell, for stage :obj:`"training"`
+            (:mod:`~mzattn.repro.stages`), reached after the first step
+            this process trains. (default: :obj:`"cell"`)
     """
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, path: str, name: str = "cell") -> None:
+        self.path, self.name = path, name
         self._rng: dict[str, Any] | None = None
+        self._trained = False
 
     def on_train_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
         early = trainer.early_stopping_callback
@@ -120,6 +135,9 @@ class StopBetweenSteps(pl.Callback):
         loader = trainer.train_dataloader
         if isinstance(loader, ResumableLoader):
             loader.batches_done = batch_idx + 1
+        if not self._trained:
+            self._trained = True
+            reach("training", self.name)
         signum = pending_signal()
         if signum is not None and batch_idx + 1 < trainer.num_training_batches:
             trainer.save_checkpoint(self.path)

@@ -92,6 +92,11 @@ class Run(Protocol):
         r"""Records that it failed for :obj:`reason` (a killed worker, a
         scheduler error), prints the reason, and returns its status."""
 
+    def outcome(self) -> str | None:
+        r"""How it ended, as its own files record it once its process has
+        ended (:obj:`"ok"` or :obj:`"failed"`), :obj:`None` when they
+        record nothing."""
+
     def cost(self) -> float | None:
         r"""Its estimated cost (:mod:`~mzattn.repro.cost`), :obj:`None`
         when unknown: :obj:`--jobs N` starts the costliest first."""
@@ -130,6 +135,15 @@ class CellRun:
         r"""Records the cell as failed for :obj:`reason`
         (:func:`record_failure`) and returns its status."""
         return record_failure(self.cell, self.profile, self.out, reason)["status"]
+
+    def outcome(self) -> str | None:
+        r""":obj:`"ok"` when the cell's JSON holds a finished run of its
+        configuration, :obj:`"failed"` when it records a failure of it."""
+        if self.finished():
+            return "ok"
+        record = readable_record(self.cell, self.out)
+        failed = record is not None and record.get("status") == "failed"
+        return "failed" if failed else None
 
     def cost(self) -> float | None:
         r"""Estimated seconds to train the cell to its epoch cap
