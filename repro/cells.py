@@ -22,10 +22,10 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 from filelock import FileLock, Timeout
-from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.utilities import rank_zero_only
 
-from .checkpoints import AtomicCheckpointIO, StopBetweenSteps, resumable
+from .checkpoints import AtomicCheckpointIO, CellCheckpoint, StopBetweenSteps, resumable
 from .datamodule import SetDataModule
 from .envinfo import environment_record
 from .faults import (
@@ -293,11 +293,11 @@ def _callbacks(profile: Profile, ckpt_dir: str, progress: bool,
                history: History, name: str) -> list[pl.Callback]:
     callbacks = [
         history,
-        ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/loss", mode="min",
-                        save_top_k=1),
+        CellCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/loss", mode="min",
+                       save_top_k=1, enable_version_counter=False),
         # last.ckpt after every epoch, once the best one is saved: save_last=True above writes
         # it only in the epochs where val/loss improves, so a kill in a plateau lost them
-        ModelCheckpoint(dirpath=ckpt_dir, filename="last", enable_version_counter=False),
+        CellCheckpoint(dirpath=ckpt_dir, filename="last", enable_version_counter=False),
         EarlyStopping(monitor="val/loss", mode="min", patience=profile.patience),
         StopBetweenSteps(osp.join(ckpt_dir, "last.ckpt"), name),
     ]
@@ -357,7 +357,7 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
         default_root_dir=ckpt_dir, num_sanity_val_steps=0,
         plugins=[AtomicCheckpointIO(stage_name(cell))])
     last = osp.join(ckpt_dir, "last.ckpt")
-    resumed = resumable(last)  # a corrupt one is set aside: the cell restarts
+    resumed = resumable(last, module)  # a corrupt or foreign one is set aside: a restart
     # AtomicCheckpointIO loads with weights_only=True whatever Lightning asks for
     trainer.fit(module, datamodule=data, ckpt_path=last if resumed else None)
     checkpoint = trainer.checkpoint_callback
