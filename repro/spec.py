@@ -197,16 +197,20 @@ is not among them: of its two definitions in App. A.2, the one we build
 has the paper's variance (19.9 against 18.1)."""
 
 
-def reading_variant(column: Column, name: str, overrides: dict[str, Any]) -> Column:
-    r""":obj:`column` under the reading :obj:`name` of
-    :obj:`mzattn-repro readings` (the task :obj:`overrides` that make it),
-    labelled :obj:`"{label} [{name}]"` so that its cell ids name the
-    reading. The reading was chosen by the statistics of the paper's own
-    numbers, before any of its cells ran (``docs/readings.md``)."""
-    text = (f"reading '{name}' ({', '.join(f'{k}={v}' for k, v in overrides.items())}), the "
-            "one the paper's own numbers fix (`mzattn-repro readings`, docs/readings.md)")
-    return dataclasses.replace(column, label=f"{column.label} [{name}]",
-                               overrides={**column.overrides, **overrides}, reading=text,
+def reading_variant(column: Column, reading: Any) -> Column:
+    r""":obj:`column` under :obj:`reading`, a
+    :class:`~mzattn.repro.analysis.readings.Reading` of :obj:`column`'s task
+    (:obj:`mzattn-repro readings`), labelled :obj:`"{label} [{name}]"` so
+    that its cell ids name the reading. The reading is chosen by the
+    statistics of the paper's own numbers, before any of its cells ran
+    (``docs/readings.md``), never by the verdict it gives."""
+    if reading.task != column.task:
+        raise ValueError(f"reading {reading.name!r} is of task {reading.task!r}, not of column "
+                         f"{column.label!r}'s {column.task!r}")
+    text = (f"reading '{reading.name}' ({reading.text}), the one the paper's own numbers fix "
+            "(`mzattn-repro readings`, docs/readings.md)")
+    return dataclasses.replace(column, label=f"{column.label} [{reading.name}]",
+                               overrides={**column.overrides, **reading.overrides}, reading=text,
                                variant_of=column.label)
 
 

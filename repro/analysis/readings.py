@@ -119,6 +119,14 @@ def load_spec(path: str = DATA) -> Spec:
     return Spec(readings, tuple(checks), Tolerance(**data["tolerance"]))
 
 
+def find_reading(group: str, name: str, path: str = DATA) -> Reading:
+    r"""The reading :obj:`name` of :obj:`group` in :obj:`path`."""
+    for reading in load_spec(path).readings:
+        if (reading.group, reading.name) == (group, name):
+            return reading
+    raise ValueError(f"{path}: no reading {name!r} of {group!r}")
+
+
 def _tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 

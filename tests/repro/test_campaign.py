@@ -134,3 +134,31 @@ def test_table1_profiles_leave_the_knobs_out():
     for profile in ("smoke", "full"):
         assert {c.column.label for c in grid(spec, profile)} <= {f"L={L}" for L in
                                                                   (4, 8, 16, 24, 32)}
+
+
+def test_readings_runs_the_claims_under_the_readings_the_paper_fixes():
+    cells = campaign_cells("readings")
+    columns = {(c.table, c.column.label) for c in cells}
+    assert columns == {("table6", "Max [per-dim-sum]"), ("table6", "RotMatch [unaligned-sum]"),
+                       ("table29", "Max [per-dim-sum]"), ("table2", "F [unaligned-sum]"),
+                       ("table2", "A"), ("table2", "G")}
+    assert all("[" not in c.column.label or "per-dim-sum" in c.cell_id
+               or "unaligned-sum" in c.cell_id for c in cells)  # the id names the reading
+    table6 = load_spec("table6")
+    rot = next(c for c in cells if c.column.label == "RotMatch [unaligned-sum]")
+    assert cell_config(table6, rot, "full")["task_overrides"] == {
+        "d": 8, "chamfer": "unaligned", "chamfer_reduction": "sum"}
+    assert table6.paper_label("Standard", "RotMatch [unaligned-sum]") == ("Standard", "RotMatch")
+    assert "reading 'unaligned-sum'" in rot.column.reading
+    table2 = load_spec("table2")
+    assert table2.paper_label("HyperNet", "F [unaligned-sum]") == ("HyperNet", "F R2")
+    protocol = {(c.table, c.cell_id) for c in campaign_cells("paper-protocol")}
+    assert not protocol & {(c.table, c.cell_id) for c in cells}
+
+
+@pytest.mark.parametrize("table", ["table2", "table6", "table29"])
+def test_reading_columns_stay_out_of_the_profiles(table):
+    from mzattn.repro.runner import grid
+    spec = load_spec(table)
+    for profile in ("smoke", "quick", "full"):
+        assert not [c for c in grid(spec, profile) if c.column.variant_of]
