@@ -652,7 +652,9 @@ class QuadraticTDOFConfig(SetSizeConfig):
     :math:`\sum_i \omega_i x_i`
     (:func:`~mzattn.datasets.synthetic.tdof.position_weights`), which depends
     on the order. :math:`d = 32` for every :math:`L \in \{4, 8, 16, 24, 32\}`
-    (Eq. 4 needs :math:`d \ge L`), so only the TDOF changes along the sweep.
+    (Eq. 4 needs :math:`d \ge L`), so only the TDOF changes along the sweep;
+    the paper gives no :math:`d`, and :obj:`d=64` (:math:`\ge 2L` for every
+    :math:`L` of Table 1) is the other reading we run.
     Sizes (not in the paper): 10K/2K/2K.
 
     Args:
