@@ -207,7 +207,7 @@ def reading_variant(column: Column, reading: Any) -> Column:
     if reading.task != column.task:
         raise ValueError(f"reading {reading.name!r} is of task {reading.task!r}, not of column "
                          f"{column.label!r}'s {column.task!r}")
-    text = (f"reading '{reading.name}' ({reading.text}), the one the paper's own numbers fix "
+    text = (f"reading '{reading.name}' ({reading.text}), the one the paper's own numbers favour "
             "(`mzattn-repro readings`, docs/readings.md)")
     return dataclasses.replace(column, label=f"{column.label} [{reading.name}]",
                                overrides={**column.overrides, **reading.overrides}, reading=text,
