@@ -90,7 +90,7 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
-class Spec:
+class ReadingsData:
     r"""Everything :obj:`DATA` holds."""
     readings: tuple[Reading, ...]
     checks: tuple[Check, ...]
@@ -101,27 +101,41 @@ class Spec:
         return tuple(dict.fromkeys(reading.group for reading in self.readings))
 
 
-def load_spec(path: str = DATA) -> Spec:
-    r"""Parses :obj:`path`; an unknown group or statistic raises a
+def load_readings(path: str = DATA) -> ReadingsData:
+    r"""Parses :obj:`path`; a malformed file, an entry with unknown or
+    missing fields, or a check of an unknown group or statistic raises a
     :class:`ValueError` naming the file and the entry."""
     with open(path, "rb") as f:
-        data = tomllib.load(f)
-    readings = tuple(Reading(**entry) for entry in data.get("reading", []))
+        try:
+            data = tomllib.load(f)
+        except tomllib.TOMLDecodeError as error:
+            raise ValueError(f"{path}: not valid TOML: {error}") from None
+    readings = tuple(_entry(Reading, path, "reading", index, entry)
+                     for index, entry in enumerate(data.get("reading", [])))
     groups = {reading.group for reading in readings}
     checks = []
     for index, entry in enumerate(data.get("check", [])):
-        check = Check(**{**entry, **{key: tuple(map(_tuple, entry.get(key, ())))
-                                     for key in ("rows", "columns", "pairs")}})
+        fields = {key: tuple(map(_tuple, entry[key])) for key in ("rows", "columns", "pairs")
+                  if key in entry}
+        check = _entry(Check, path, "check", index, {**entry, **fields})
         if check.group not in groups or check.statistic not in STATISTICS:
             raise ValueError(f"{path}: check {index} ({entry}) names an unknown group or "
                              f"statistic (groups: {sorted(groups)}; statistics: {STATISTICS})")
         checks.append(check)
-    return Spec(readings, tuple(checks), Tolerance(**data["tolerance"]))
+    tolerance = _entry(Tolerance, path, "tolerance", 0, data.get("tolerance", {}))
+    return ReadingsData(readings, tuple(checks), tolerance)
+
+
+def _entry(cls: type, path: str, kind: str, index: int, entry: dict[str, Any]) -> Any:
+    try:
+        return cls(**entry)
+    except TypeError as error:  # an unknown or a missing field
+        raise ValueError(f"{path}: {kind} {index} ({entry}): {error}") from None
 
 
 def find_reading(group: str, name: str, path: str = DATA) -> Reading:
     r"""The reading :obj:`name` of :obj:`group` in :obj:`path`."""
-    for reading in load_spec(path).readings:
+    for reading in load_readings(path).readings:
         if (reading.group, reading.name) == (group, name):
             return reading
     raise ValueError(f"{path}: no reading {name!r} of {group!r}")
@@ -264,7 +278,7 @@ def _fmt(value: float) -> str:
     return f"{value:.2e}"
 
 
-def group_table(spec: Spec, group: str, sets: int, seed: int = 0,
+def group_table(spec: ReadingsData, group: str, sets: int, seed: int = 0,
                 statistic: Callable[..., float] = our_statistic) -> list[str]:
     r"""The Markdown table of :obj:`group`: one row per check (the paper's
     number and rule, then each reading's statistic, ✓ or ✗), a row of the
@@ -313,10 +327,10 @@ def summary_line(group: str, outcomes: dict[str, list[Outcome]],
 
 
 def readings_report(groups: Sequence[str] | None = None, sets: int = 2000, seed: int = 0,
-                    spec: Spec | None = None) -> str:
+                    spec: ReadingsData | None = None) -> str:
     r"""The tables of :obj:`groups` (all when :obj:`None`), as printed by
     :obj:`mzattn-repro readings`."""
-    spec = spec or load_spec()
+    spec = spec or load_readings()
     lines = []
     for group in groups or spec.groups:
         lines += [*group_table(spec, group, sets, seed), ""]
@@ -325,7 +339,7 @@ def readings_report(groups: Sequence[str] | None = None, sets: int = 2000, seed:
 
 def cli(argv: list[str] | None = None) -> int:
     r""":obj:`mzattn-repro readings [GROUP ...] [--sets N] [--seed S]`."""
-    spec = load_spec()
+    spec = load_readings()
     parser = argparse.ArgumentParser(
         prog="mzattn-repro readings",
         description="per under-specified task, the statistics the paper's own numbers fix, "

@@ -5,13 +5,13 @@ from mzattn.repro.analysis.readings import (
     Check,
     Outcome,
     Reading,
-    Spec,
+    ReadingsData,
     Tolerance,
     consistent,
     group_table,
     implied_variance,
     judge,
-    load_spec,
+    load_readings,
     paper_numbers,
     set_size_r2,
     summary_line,
@@ -75,7 +75,7 @@ def test_consistent_and_summary_name_readings():
 
 
 def test_table_names_each_reading_with_a_fake_statistic():
-    spec = Spec(readings=(Reading("g", "first", "set_max", "the first"),
+    spec = ReadingsData(readings=(Reading("g", "first", "set_max", "the first"),
                           Reading("g", "second", "set_max", "the second")),
                 checks=(Check("g", "variance", "table2", pairs=(("A MSE", "A R2"),)),),
                 tolerance=TOL)
@@ -88,7 +88,7 @@ def test_table_names_each_reading_with_a_fake_statistic():
 
 
 def test_data_file_is_complete():
-    spec = load_spec()
+    spec = load_readings()
     assert {"max", "sum", "median", "range", "task_a", "task_b", "task_f", "task_g", "meb",
             "quadratic_tdof"} <= set(spec.groups)
     for check in spec.checks:
@@ -104,7 +104,7 @@ def test_bad_data_file_names_the_entry(tmp_path):
                     'task = "set_max"\ntext = "t"\n[[check]]\ngroup = "g"\n'
                     'statistic = "mean"\ntable = "table2"\n')
     with pytest.raises(ValueError, match=r"readings.toml: check 0 .* unknown group or statistic"):
-        load_spec(str(path))
+        load_readings(str(path))
 
 
 def test_command_prints_one_task_quickly(capsys):
@@ -118,3 +118,13 @@ def test_command_rejects_an_unknown_task(capsys):
     with pytest.raises(SystemExit):
         readings.cli(["task_x"])
     assert "unknown task ['task_x']" in capsys.readouterr().err
+
+
+def test_malformed_entries_name_the_file_and_entry(tmp_path):
+    path = tmp_path / "readings.toml"
+    path.write_text('[[reading]]\ngroup = "g"\nname = "a"\ntask = "set_max"\n')
+    with pytest.raises(ValueError, match=r"readings.toml: reading 0 .*'text'"):
+        load_readings(str(path))
+    path.write_text('[[reading]\n')
+    with pytest.raises(ValueError, match="readings.toml: not valid TOML"):
+        load_readings(str(path))
