@@ -234,7 +234,7 @@ class Outcome:
 def paper_target(check: Check, numbers: Sequence[float], tolerance: Tolerance) -> str:
     r"""What :obj:`check` asks of a reading, in words."""
     if check.statistic == "variance":
-        return (f"{_fmt(statistics.fmean(numbers))} ({len(numbers)} rows), "
+        return (f"{_fmt(statistics.fmean(numbers))} (mean of {len(numbers)} MSE/R² pairs), "
                 f"within ×{tolerance.variance_factor:g}")
     if check.statistic == "zero-r2":
         return f"{_fmt(min(numbers))}, within ×{tolerance.negative_r2_factor:g}"
@@ -322,8 +322,10 @@ def summary_line(group: str, outcomes: dict[str, list[Outcome]],
     passed = {name: sum(o.passes for o in results) for name, results in outcomes.items()}
     most = max(passed.values())
     closest = ", ".join(name for name, count in passed.items() if count == most)
-    return (f"**{group}**: no reading is consistent with every check; most checks passed "
-            f"({most} of {len(checks)}): {closest}; by table: {'; '.join(parts)}.")
+    best = f"most checks passed ({most} of {len(checks)}): {closest}" if most else \
+        "no reading passes any check"
+    return (f"**{group}**: no reading is consistent with every check; {best}; by table: "
+            f"{'; '.join(parts)}.")
 
 
 def readings_report(groups: Sequence[str] | None = None, sets: int = 2000, seed: int = 0,

@@ -72,6 +72,8 @@ def test_consistent_and_summary_name_readings():
     outcomes["b"][1] = Outcome(1.0, False)
     line = summary_line("g", outcomes, checks)
     assert "most checks passed (1 of 2): a, b" in line and "table4: none" in line
+    outcomes = {"a": [Outcome(1.0, False)] * 2, "b": [Outcome(1.0, False)] * 2}
+    assert "no reading passes any check" in summary_line("g", outcomes, checks)
 
 
 def test_table_names_each_reading_with_a_fake_statistic():
