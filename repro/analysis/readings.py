@@ -25,7 +25,7 @@ alone, never by the verdict it gives (``docs/readings.md``).
 
 .. code-block:: text
 
-    mzattn-repro readings [GROUP] [--sets 2000] [--seed 0]
+    mzattn-repro readings [TASK ...] [--sets 2000] [--seed 0]
 """
 import argparse
 import os.path as osp
@@ -340,14 +340,14 @@ def readings_report(groups: Sequence[str] | None = None, sets: int = 2000, seed:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    r""":obj:`mzattn-repro readings [GROUP ...] [--sets N] [--seed S]`."""
+    r""":obj:`mzattn-repro readings [TASK ...] [--sets N] [--seed S]`."""
     spec = load_readings()
     parser = argparse.ArgumentParser(
         prog="mzattn-repro readings",
         description="per under-specified task, the statistics the paper's own numbers fix, "
                     "for each reading (no training)")
     parser.add_argument("groups", nargs="*", metavar="TASK",
-                        help=f"groups to print (default: all): {', '.join(spec.groups)}")
+                        help=f"tasks to print (default: all): {', '.join(spec.groups)}")
     parser.add_argument("--sets", type=int, default=2000,
                         help="sets drawn per reading and check (default: 2000; half fit, "
                              "half score the set-size predictor)")
