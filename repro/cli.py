@@ -12,6 +12,7 @@ r"""The :obj:`mzattn-repro` command (also :obj:`python -m mzattn.repro`).
     mzattn-repro bench                     # speed and memory benchmarks
     mzattn-repro datagen [TABLE ...]       # generate (cache) and time a profile's data
     mzattn-repro campaign NAME [--jobs 2]  # a named list of cells, resumable (--status)
+    mzattn-repro readings [TASK]           # which reading of a task the paper's numbers fix
 """
 import argparse
 import importlib
@@ -37,6 +38,8 @@ COMMANDS = {  # command -> its line in --help
     "analysis": "IHW uncertainty, calibration, generator probing and TDOF analysis",
     "datagen": "generate (and time) the synthetic data of tables, filling the cache",
     "campaign": "run a named, resumable list of cells (--status shows progress)",
+    "readings": "per under-specified task, which reading the paper's own numbers fix "
+                "(no training)",
 }
 _DELEGATED = {  # command -> (module, function taking the remaining argv)
     "docker": ("mzattn.repro.docker_driver", "cli"),
@@ -46,6 +49,7 @@ _DELEGATED = {  # command -> (module, function taking the remaining argv)
     "analysis": ("mzattn.repro.analysis", "cli"),
     "datagen": ("mzattn.repro.datagen", "cli"),
     "campaign": ("mzattn.repro.campaign", "cli"),
+    "readings": ("mzattn.repro.analysis.readings", "cli"),
 }
 
 

@@ -186,3 +186,57 @@ def test_impossible_parameters_raise(name, overrides, match):
 def test_unknown_task_raises():
     with pytest.raises(ValueError, match="unknown task 'task_z'"):
         get_config("task_z")
+
+
+@pytest.mark.parametrize("reduction", ["entries", "per-dim-sum", "per-element-sum"])
+def test_reduction_readings_recompute_from_the_set(reduction):
+    for name, target in [("set_max", "max"), ("set_range", "range")]:
+        for s in _samples(name, 4, d=3, reduction=reduction):
+            axis = {"entries": None, "per-dim-sum": 0, "per-element-sum": 1}[reduction]
+            expected = (s.x.max(axis) - (s.x.min(axis) if target == "range" else 0)).sum()
+            assert s.y[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_task_b_summed_chamfer_reading():
+    for mean, total in zip(_samples("task_b", 6), _samples("task_b", 6, chamfer_reduction="sum"),
+                           strict=True):
+        np.testing.assert_array_equal(mean.x, total.x)  # same sets, another target
+        A, B = total.x[total.x[:, 3] == 0, :3], total.x[total.x[:, 3] == 1, :3]
+        D = ((A[:, None] - B[None]) ** 2).sum(-1)
+        assert total.y[0] == pytest.approx(D.min(1).sum() + D.min(0).sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_task_f_unaligned_reading_is_the_chamfer_of_the_given_clouds(reduction):
+    aligned = _samples("task_f", 4, d=4, chamfer_reduction=reduction)
+    unaligned = _samples("task_f", 4, d=4, chamfer="unaligned", chamfer_reduction=reduction)
+    for a, u in zip(aligned, unaligned, strict=True):
+        np.testing.assert_array_equal(a.x, u.x)
+        A, B = u.x[u.x[:, -1] == 0, :-1], u.x[u.x[:, -1] == 1, :-1]
+        D = ((A[:, None] - B[None]) ** 2).sum(-1)
+        reduce = np.mean if reduction == "mean" else np.sum
+        assert u.y[0] == pytest.approx(reduce(D.min(1)) + reduce(D.min(0)), rel=1e-12)
+        assert u.y[0] > a.y[0]  # the rotation is not undone
+    # noise-free: aligned is exactly zero whatever the reduction, unaligned is not
+    assert _samples("task_f", 1, d=4, noise=0.0, chamfer_reduction=reduction)[0].y[0] == \
+        pytest.approx(0.0, abs=1e-18)
+
+
+def test_reading_options_keep_old_cache_keys_at_their_default():
+    for name, field, other in [("set_max", "reduction", "per-dim-sum"),
+                               ("task_b", "chamfer_reduction", "sum"),
+                               ("task_f", "chamfer", "unaligned"),
+                               ("meb", "unit_sets", True)]:
+        assert field not in get_config(name).cache_fields("train")
+        assert get_config(name, **{field: other}).cache_fields("train")[field] == other
+
+
+@pytest.mark.parametrize(("name", "overrides", "match"), [
+    ("set_max", {"reduction": "per-row"}, "'reduction' must be one of"),
+    ("task_a", {"reduction": "per-dim-sum"}, "'reduction' must be 'entries'"),
+    ("task_b", {"chamfer_reduction": "max"}, "'chamfer_reduction' must be one of"),
+    ("task_f", {"chamfer": "rotated"}, "'chamfer' must be one of"),
+])
+def test_bad_reading_options_raise(name, overrides, match):
+    with pytest.raises(ValueError, match=match):
+        get_config(name, **overrides)

@@ -57,3 +57,4 @@ def test_the_wheel_holds_every_module(tmp_path):
     wheel, = (tmp_path / 'dist').glob('mzattn-*.whl')
     shipped = set(zipfile.ZipFile(wheel).namelist())
     assert _expected_modules() - shipped == set()
+    assert 'mzattn/repro/analysis/readings.toml' in shipped  # data read at run time

@@ -76,3 +76,17 @@ def test_egnn_comparison_runs_as_a_plain_script(tmp_path, data_root):
     spec = load_spec("table7")
     cell = grid(spec, "smoke", ["mz-full"], ["Quadratic TDOF L=4"])[0]
     assert read_record(cell_path(str(tmp_path), cell))["status"] == "ok"
+
+
+def test_reading_variant_names_the_reading_and_keeps_the_papers_numbers():
+    from mzattn.repro.analysis.readings import find_reading
+    from mzattn.repro.spec import Column, reading_variant
+    column = Column("RotMatch", "task_f", {"d": 8})
+    variant = reading_variant(column, find_reading("task_f", "unaligned-sum"))
+    assert variant.label == "RotMatch [unaligned-sum]" and variant.variant_of == "RotMatch"
+    assert variant.overrides == {"d": 8, "chamfer": "unaligned", "chamfer_reduction": "sum"}
+    assert "docs/readings.md" in variant.reading
+    with pytest.raises(ValueError, match="is of task 'set_max', not of column 'RotMatch'"):
+        reading_variant(column, find_reading("max", "per-dim-sum"))
+    with pytest.raises(ValueError, match="no reading 'median' of 'max'"):
+        find_reading("max", "median")
