@@ -106,9 +106,11 @@ def test_unknown_partition_fails_each_cell_in_plain_words(tmp_path):
                for r in records)
 
 
-def _job_logs(out: str) -> str:
+def _job_logs(out: str, kind: str = "*") -> str:
+    # the job's logs: stdout (`out`: submitit's log, every level), stderr (`err`: ours, and
+    # submitit's warnings again), or both
     return "".join(open(p, errors="replace").read()
-                   for p in sorted(glob.glob(osp.join(out, TABLE, "slurm", "*_log.*"))))
+                   for p in sorted(glob.glob(osp.join(out, TABLE, "slurm", f"*_log.{kind}"))))
 
 
 def _wait_for_text(out: str, text: str, count: int = 1, timeout: float = 900) -> None:
@@ -144,8 +146,8 @@ def test_a_cell_preempted_at_every_stage_is_requeued_and_finishes(tmp_path):
     stdout, _ = process.communicate(timeout=1800)
     print(stdout[-4000:])
     assert process.returncode == 0
+    assert _job_logs(out, "out").count("this job is preempted") == len(stages)
     logs = _job_logs(out)
-    assert logs.count("this job is preempted") == len(stages)
     assert "Traceback" not in logs and "failed" not in logs
     [record] = _cells(out).values()
     assert record["status"] == "ok" and record["resumed"]
