@@ -1,4 +1,6 @@
+import importlib.util
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -187,3 +189,42 @@ def test_unknown_keys_raise():
         paper_value('table2', 'MZAttn (ours)', 'A mse')
     with pytest.raises(ValueError, match='leaves the cell .* blank'):
         paper_value('table2', 'ST-Large', 'D R2')
+
+
+#: The last commit whose ``repro/paper_values.py`` wrote the values as Python
+#: (before issue 37 moved them to ``repro/paper/*.yaml``).
+PYTHON_VALUES_COMMIT = '00b29c9afceb7d88fe3dc8f28e45ea7ca9809688'
+
+
+@pytest.fixture(scope='module')
+def python_values(tmp_path_factory):
+    r"""The module as it was at :obj:`PYTHON_VALUES_COMMIT`, from git history."""
+    root = Path(__file__).resolve().parents[2]
+    shown = subprocess.run(['git', '-C', str(root), 'show',
+                            f'{PYTHON_VALUES_COMMIT}:repro/paper_values.py'],
+                           capture_output=True, text=True)
+    if shown.returncode != 0:
+        pytest.skip(f'commit {PYTHON_VALUES_COMMIT[:10]} is not in this checkout '
+                    f'({shown.stderr.strip()})')
+    path = tmp_path_factory.mktemp('before') / 'paper_values_before.py'
+    path.write_text(shown.stdout, encoding='utf-8')
+    spec = importlib.util.spec_from_file_location('paper_values_before', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_data_files_give_what_the_python_module_gave(python_values):
+    assert list(TABLES) == list(python_values.TABLES)
+    for key, before in python_values.TABLES.items():
+        table = TABLES[key]
+        for name in ('key', 'caption', 'metric', 'higher_is_better', 'seeds', 'columns',
+                     'params', 'claims'):
+            assert getattr(table, name) == getattr(before, name), (key, name)
+        assert list(table.rows) == list(before.rows), key
+        for row, cells in before.rows.items():
+            assert list(table.rows[row].items()) == [
+                (column, PaperValue(v.mean, v.std, v.text)) for column, v in cells.items()
+            ], (key, row)
+        for column in before.columns:
+            assert column_metric(key, column) == python_values.column_metric(key, column)
