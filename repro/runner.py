@@ -47,6 +47,8 @@ def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None 
     cells = grid(spec, profile, models, columns, seeds)
     records = []
     for index, cell in enumerate(cells, 1):
+        _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {cell.row.label} on "
+             f"{cell.column.label}, seed {cell.seed}")
         start = time.perf_counter()
         record = run_cell(spec, cell, profile, out, options)
         records.append(record)
