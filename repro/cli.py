@@ -20,7 +20,7 @@ import sys
 from mzattn.extras import missing_extra_hint
 from mzattn.names import did_you_mean
 
-from .options import table_parser
+from .options import OUT, table_parser
 from .quiet import quiet_libraries
 from .tables import TABLE_MODULES, list_tables, load_spec, table_title
 
@@ -50,8 +50,9 @@ _DELEGATED = {  # command -> (module, function taking the remaining argv)
 
 
 def _list() -> int:
+    width = max(map(len, list_tables())) + 1
     for key in list_tables():
-        print(f"{key:<8} {table_title(key)}")
+        print(f"{key:<{width}} {table_title(key)}")
     return 0
 
 
@@ -81,14 +82,14 @@ def _report(argv: list[str]) -> int:
                                      description="rebuild every report from the cell JSONs")
     parser.add_argument("--out", action="append", default=None,
                         help="results folder, repeatable (default: the folders --readme's "
-                             "verdict region lists, else results)")
+                             f"verdict region lists, else {OUT})")
     parser.add_argument("--readme", default=None,
                         help="also regenerate this README's verdict table from the folders, "
                              "in the order given (paper protocol first), and list them in its "
                              "begin marker")
     args = parser.parse_args(argv)
     try:
-        folders = args.out or (readme_folders(args.readme) if args.readme else ["results"])
+        folders = args.out or (readme_folders(args.readme) if args.readme else [OUT])
     except ValueError as error:
         parser.error(str(error))
     summaries = folder_summaries(folders)
@@ -134,12 +135,21 @@ def _help() -> str:
     return "\n".join(lines)
 
 
-def _table_help(prog: str, title: str) -> int:
-    table_parser(prog, title).print_help()
+def _table_help(prog: str, key: str) -> int:
+    epilog = (f"By default this runs profile quick, results in {OUT}/{key}/ (one JSON per "
+              f"cell, report.md, figures); --profile full is the paper's protocol. "
+              f"'python repro/{TABLE_MODULES[key]}.py --help' also counts the cells.")
+    table_parser(prog, table_title(key), epilog).print_help()
     return 0
 
 
 def _unknown(command: str) -> int:
+    from .analysis.commands import COMMANDS as ANALYSES  # only on this error path: it is heavy
+    if command in ANALYSES:  # Tables 14, 19-21 and the figures analyse runs
+        print(f"error: {command!r} is an analysis, not a table script: run "
+              f"'mzattn-repro analysis {command}' ('mzattn-repro analysis {command} --help' "
+              "gives its options)", file=sys.stderr)
+        return 2
     hint = did_you_mean(command, [*COMMANDS, *TABLE_MODULES])
     print(f"error: unknown command or table {command!r}{hint}\n{_usage()}\n"
           "'mzattn-repro --help' lists the commands and tables", file=sys.stderr)
@@ -179,7 +189,7 @@ def _dispatch(command: str, rest: list[str]) -> int:
     if command in TABLE_MODULES:
         prog = f"mzattn-repro {command}"
         if "-h" in rest or "--help" in rest:  # without importing the table (torch, Lightning)
-            return _table_help(prog, table_title(command))
+            return _table_help(prog, command)
         from .runner import main as run
         return run(load_spec(command), rest, prog=prog)
     return _unknown(command)

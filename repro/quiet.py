@@ -41,6 +41,14 @@ def show_progress_bar(progress: bool | None = None) -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI")
 
 
+def filter_library_warnings() -> None:
+    r"""Filters :obj:`LIBRARY_WARNINGS` in this process. Importing
+    :mod:`mzattn.repro` calls it, so that a table script run as
+    :obj:`python repro/<script>.py` imports PyG without its warning."""
+    for message, category in LIBRARY_WARNINGS:
+        warnings.filterwarnings("ignore", message=re.escape(message), category=category)
+
+
 def quiet_libraries(progress: bool | None = None) -> None:
     r"""Filters :obj:`LIBRARY_WARNINGS` here and, through
     :obj:`PYTHONWARNINGS`, in every process started from here (the workers
@@ -48,8 +56,7 @@ def quiet_libraries(progress: bool | None = None) -> None:
     and sets the :obj:`LIGHTNING_BANNERS` logger to :obj:`WARNING`. Without a
     progress bar (:func:`show_progress_bar` of :obj:`progress`), a plain log,
     Lightning's other informational lines are left out too."""
-    for message, category in LIBRARY_WARNINGS:
-        warnings.filterwarnings("ignore", message=re.escape(message), category=category)
+    filter_library_warnings()
     given = [o for o in os.environ.get("PYTHONWARNINGS", "").split(",") if o]
     os.environ["PYTHONWARNINGS"] = ",".join(
         given + [o for o in _warning_options() if o not in given])
