@@ -17,6 +17,9 @@ LIBRARY_WARNINGS = (
     ("The `srun` command is available on your system but is not used", Warning),
     # Lightning's own use of torch's deprecated LeafSpec (lightning/pytorch/utilities/_pytree.py)
     ("`isinstance(treespec, LeafSpec)` is deprecated", Warning),
+    # Lightning's ModelCheckpoint when a cell resumes into its own checkpoint folder, as
+    # designed (lightning/pytorch/callbacks/model_checkpoint.py; .cells)
+    ("Checkpoint directory ", Warning),
 )
 r"""(start of the message, category) of every filtered library warning."""
 
