@@ -5,7 +5,7 @@ r"""The :obj:`mzattn-repro` command (also :obj:`python -m mzattn.repro`).
     mzattn-repro list                      # tables with a script
     mzattn-repro table3 --profile quick    # run a table, write its report
     mzattn-repro report [--out results]    # rebuild every report from the JSONs
-    mzattn-repro demo                      # Figure 1 / Table 3 headline, ~15 min on 2 cores
+    mzattn-repro demo                      # Figure 1 / Table 3 headline, ~2-5 min on 2 cores
     mzattn-repro models [--docs PAGE]      # registry models and parameter counts
     mzattn-repro docker build|run TABLE    # the CUDA image (docker-py)
     mzattn-repro env                       # environment information
@@ -28,7 +28,8 @@ COMMANDS = {  # command -> its line in --help
     "list": "list the tables that have a script, with their titles",
     "report": "rebuild every report.md and SUMMARY.md (and --readme's verdict table) "
               "from the cell JSONs",
-    "demo": "the Figure 1 / Table 3 headline (MEB, d = 8) at the quick profile",
+    "demo": "the Figure 1 / Table 3 headline (MEB, d = 8): Standard vs. MZAttn-Full, "
+            "trained and judged in minutes on a CPU",
     "models": "the registry's models with their parameter counts beside the paper's",
     "docker": "build the CUDA image or run a table in it (docker-py)",
     "env": "versions, devices and data paths, for bug reports",

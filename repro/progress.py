@@ -16,7 +16,7 @@ class EpochLogger(pl.Callback):
     learning rate, the validation metrics and the time left until the
     epoch cap at the mean pace so far (early stopping can end it sooner), e.g.
     :obj:`[MZAttn-Full d=8 seed 0] epoch 3/20 lr=6e-05 val/loss=0.39 val/r2=0.62,
-    ≤ 2 min 10 s left`.
+    ~2 min 10 s left`.
 
     Args:
         label (str, optional): The cell, as the lines name it. (default: :obj:`""`)
@@ -46,5 +46,5 @@ class EpochLogger(pl.Callback):
         pace = (time.perf_counter() - start) / max(epoch - first, 1)
         left = duration(pace * (trainer.max_epochs - epoch))
         prefix = f"[{self.label}] " if self.label else ""
-        print(f"{prefix}epoch {epoch}/{trainer.max_epochs} {' '.join(parts)}, ≤ {left} left",
+        print(f"{prefix}epoch {epoch}/{trainer.max_epochs} {' '.join(parts)}, ~{left} left",
               flush=True)

@@ -26,4 +26,4 @@ def test_epoch_lines_name_the_cell_and_the_time_left(monkeypatch, capsys):
     line = capsys.readouterr().out.strip()
     # 30 s for 2 epochs since the resume: 7 epochs left at 15 s each
     assert line == ("[MZAttn-Full d=8 seed 0] epoch 3/10 lr=0.001 val/loss=0.5 val/r2=0.25, "
-                    "≤ 1 min 45 s left")
+                    "~1 min 45 s left")
