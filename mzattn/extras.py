@@ -1,6 +1,6 @@
 r"""Optional dependencies and the extra that installs each.
 
-The core install (``pip install mzattn``) holds what :mod:`mzlayers` and the
+The core install (``pip install .`` from a checkout) holds what :mod:`mzlayers` and the
 registry's pure-PyTorch models need: torch, torch-geometric, numpy and scipy.
 Everything else is an extra of the distribution, imported where it is used
 through :func:`require`, so that a missing package names its extra::
