@@ -190,7 +190,10 @@ def _rows(key: str, cells: list, columns: tuple[str, ...]) -> dict[str, dict[str
         if column not in columns or column in rows.get(row, {}) or text in _MISSING:
             raise ValueError(f'{key}.yaml: cells[{index}] {entry!r} names an unknown column, '
                              'repeats a cell or is blank')
-        rows.setdefault(row, {})[column] = _cell(text)
+        try:
+            rows.setdefault(row, {})[column] = _cell(text)
+        except ValueError as error:
+            raise ValueError(f'{key}.yaml: cells[{index}] {entry!r}: {error}') from error
     return rows
 
 

@@ -277,6 +277,8 @@ def test_load_reads_a_data_file(tmp_path):
     ('[Standard, d=8, 0.025 ± 0.009]', '[Standard, d=8, 0.025]', r"cells\[0\] .* quoted strings"),
     ('[Standard, d=8, 0.025 ± 0.009]', '[Standard, d=16, "0.1"]', r"cells\[0\] .* unknown column"),
     ('units: R² (dimensionless)\n', '', 'table99.yaml: a table has the fields'),
+    ('[Standard, d=8, 0.025 ± 0.009]', '[Standard, d=8, n/a]',
+     r"cells\[0\] \['Standard', 'd=8', 'n/a'\]: cell 'n/a' holds no number"),
     ('key: table99', 'key: table98', "with 'key: table99'"),
     ('metric: r2', 'metric: accuracy_pct', r"metric names \['accuracy_pct'\]"),
 ])
