@@ -1,6 +1,6 @@
 r"""``mzattn-repro demo`` (``make demo``): the headline contrast of Figure 1 /
 Table 3 (MEB radius at :math:`d = 8`: a PMA-pooled Set Transformer against
-MZAttn-Full), trained, reported and judged in about 5 minutes on a loaded
+MZAttn-Full), trained, reported and judged in under 5 minutes on a loaded
 2-core CPU.
 
 Table 3's own quick profile (three models, 1K/250/500 sets, 20 epochs) took
