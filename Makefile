@@ -1,6 +1,6 @@
 # mzattn — fresh-clone entry points.  `make demo` and `make test` set up .venv
 # themselves; everything else assumes it exists.  `make setup` installs every
-# extra (all) and the dev tools; `pip install mzattn` alone is the light core.
+# extra (all) and the dev tools; `pip install .` alone is the light core.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin

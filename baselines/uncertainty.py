@@ -39,8 +39,12 @@ def predict(model: torch.nn.Module, x: Tensor, batch: Tensor | None,
 
 
 def mean_std(samples: Tensor) -> tuple[Tensor, Tensor]:
-    r"""Mean and (population) standard deviation over the first dimension."""
-    return samples.mean(0), samples.std(0, unbiased=False)
+    r"""Mean and (population) standard deviation over the first dimension
+    (:obj:`[T, B, *]` → two :obj:`[B, *]`; zero sets give empty ones)."""
+    mean = samples.mean(0)
+    if mean.numel() == 0:  # torch.std warns of "degrees of freedom <= 0" on an empty batch
+        return mean, torch.zeros_like(mean)
+    return mean, samples.std(0, unbiased=False)
 
 
 class MCDropout(torch.nn.Module):

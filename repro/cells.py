@@ -289,8 +289,8 @@ def column_profile(profile: Profile, column: Column) -> Profile:
     return dataclasses.replace(profile, **column.training) if column.training else profile
 
 
-def _callbacks(profile: Profile, ckpt_dir: str, progress: bool,
-               history: History, name: str) -> list[pl.Callback]:
+def _callbacks(cell: Cell, profile: Profile, ckpt_dir: str, progress: bool,
+               history: History) -> list[pl.Callback]:
     callbacks = [
         history,
         CellCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/loss", mode="min",
@@ -299,9 +299,10 @@ def _callbacks(profile: Profile, ckpt_dir: str, progress: bool,
         # it only in the epochs where val/loss improves, so a kill in a plateau lost them
         CellCheckpoint(dirpath=ckpt_dir, filename="last", enable_version_counter=False),
         EarlyStopping(monitor="val/loss", mode="min", patience=profile.patience),
-        StopBetweenSteps(osp.join(ckpt_dir, "last.ckpt"), name),
+        StopBetweenSteps(osp.join(ckpt_dir, "last.ckpt"), stage_name(cell)),
     ]
-    return callbacks if progress else [*callbacks, EpochLogger()]
+    label = f"{cell.row.label} {cell.column.label} seed {cell.seed}"
+    return callbacks if progress else [*callbacks, EpochLogger(label)]
 
 
 def cell_data(cell: Cell, profile: Profile, options: RunOptions) -> SetDataModule:
@@ -352,7 +353,7 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
         devices=options.devices, strategy=options.strategy, num_nodes=options.num_nodes,
         precision=options.precision, deterministic=options.deterministic,
         gradient_clip_val=GRADIENT_CLIP,
-        callbacks=_callbacks(profile, ckpt_dir, progress, history, stage_name(cell)),
+        callbacks=_callbacks(cell, profile, ckpt_dir, progress, history),
         logger=False, enable_progress_bar=progress, enable_model_summary=False,
         default_root_dir=ckpt_dir, num_sanity_val_steps=0,
         plugins=[AtomicCheckpointIO(stage_name(cell))])

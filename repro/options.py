@@ -2,6 +2,7 @@ r"""The command-line options of a table run and of the dispatch, with the
 dataclasses of the latter. Nothing here imports torch or Lightning, so that
 :obj:`mzattn-repro TABLE --help` answers at once (:func:`table_parser`)."""
 import argparse
+import os.path as osp
 from dataclasses import dataclass, field
 
 from .spec import PROFILES
@@ -69,12 +70,17 @@ class LaunchOptions:
 DEVICES = {"cpu": "cpu", "cuda": "gpu", "gpu": "gpu", "auto": "auto"}
 r"""The values of :obj:`--device` → Lightning's accelerator."""
 
+OUT = osp.join("results", "runs")
+r"""The default results folder of a run: apart from the committed
+:obj:`results/quick` and :obj:`results/full` (and ignored by git)."""
 
-def table_parser(prog: str, description: str) -> argparse.ArgumentParser:
+
+def table_parser(prog: str, description: str,
+                 epilog: str | None = None) -> argparse.ArgumentParser:
     r"""The parser of :obj:`mzattn-repro TABLE` and of a table script: the
     run options (:func:`add_run_arguments`) and the dispatch options
-    (:func:`add_launch_arguments`)."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    (:func:`add_launch_arguments`), with :obj:`epilog` after them."""
+    parser = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog)
     add_run_arguments(parser)
     return parser
 
@@ -90,7 +96,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated column labels (default: the profile's, else all)")
     parser.add_argument("--seeds", type=parse_seeds, default=None,
                         help="comma-separated seeds (default: the profile's)")
-    parser.add_argument("--out", default="results", help="results folder (default: results)")
+    parser.add_argument("--out", default=OUT,
+                        help=f"results folder; the table's cells, report and figures go to "
+                             f"OUT/TABLE/ (default: {OUT})")
     parser.add_argument("--device", type=_device, choices=sorted(DEVICES), default="auto",
                         help="cpu, cuda (or gpu), or auto: a GPU when one is visible")
     parser.add_argument("--devices", default="1", help="devices per node, passed to Lightning")

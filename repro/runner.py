@@ -3,6 +3,7 @@ of every table script and of :obj:`mzattn-repro TABLE` (its options are in
 :mod:`.options`)."""
 import argparse
 import contextlib
+import os.path as osp
 import sys
 import time
 
@@ -12,10 +13,10 @@ from lightning.pytorch.utilities import rank_zero_only
 from .cells import Cell, RunOptions, run_cell
 from .faults import RunStopped
 from .launch import in_process, launch
-from .options import DEVICES, launch_options_from_args, table_parser
+from .options import DEVICES, OUT, launch_options_from_args, table_parser
 from .quiet import quiet_libraries
 from .report import write_report
-from .spec import TableSpec
+from .spec import PROFILES, TableSpec
 
 
 def grid(spec: TableSpec, profile: str, models: list[str] | None = None,
@@ -37,7 +38,7 @@ def _say(text: str) -> None:
 
 def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None = None,
               columns: list[str] | None = None, seeds: list[int] | None = None,
-              out: str = "results", options: RunOptions | None = None) -> list[dict]:
+              out: str = OUT, options: RunOptions | None = None) -> list[dict]:
     r"""Runs every selected cell (finished ones are skipped, failed ones are
     recorded and the others still run), then rebuilds the table's report.
 
@@ -47,6 +48,8 @@ def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None 
     cells = grid(spec, profile, models, columns, seeds)
     records = []
     for index, cell in enumerate(cells, 1):
+        _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {cell.row.label} on "
+             f"{cell.column.label}, seed {cell.seed}")
         start = time.perf_counter()
         record = run_cell(spec, cell, profile, out, options)
         records.append(record)
@@ -101,11 +104,21 @@ def _stopped(spec: TableSpec, out: str, stop: RunStopped) -> int:
     return stop.exit_status
 
 
+def run_epilog(spec: TableSpec) -> str:
+    r"""What a run of :obj:`spec` does by default, for :obj:`--help`: the
+    profile, the number of cells of each profile and the results folder."""
+    cells = {name: len(grid(spec, name)) for name in PROFILES}
+    return (f"By default this runs profile quick: {cells['quick']} cells (model x setting x "
+            f"seed), results in {osp.join(OUT, spec.key)}/ (one JSON per cell, report.md, "
+            f"figures). --profile full runs the paper's protocol ({cells['full']} cells), "
+            f"--profile smoke a seconds-long plumbing check ({cells['smoke']} cells).")
+
+
 def main(spec: TableSpec, argv: list[str] | None = None, prog: str | None = None) -> int:
     r"""Entry point of a table script: :obj:`python repro/<script>.py
-    [--profile quick] ...`, or of :obj:`mzattn-repro TABLE` with
-    :obj:`prog` set to that."""
-    parser = table_parser(prog or spec.key, spec.title)
+    [--profile quick] ...` (usage names the script), or of
+    :obj:`mzattn-repro TABLE` with :obj:`prog` set to that."""
+    parser = table_parser(prog or osp.basename(sys.argv[0]), spec.title, run_epilog(spec))
     try:
         return run_from_args(spec, parser.parse_args(argv))
     except ValueError as error:

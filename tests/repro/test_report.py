@@ -240,20 +240,6 @@ def test_table2_report_mixes_r2_and_accuracy_in_the_papers_units():
     assert claim.check(_table2_results(accuracies)).status == PARTLY_RUN
 
 
-def test_demo_runs_three_models_at_d8(tmp_path, data_root, capsys):
-    from mzattn.repro.demo import demo_spec
-    spec = demo_spec()
-    assert [row.model for row in spec.rows] == ["standard", "st-large", "mz-full"]
-    assert [column.label for column in spec.columns] == ["d=8"] and spec.key == "table3"
-    assert "d=8" in spec.title and "16" not in spec.title  # names what runs
-    status = main(["demo", "--profile", "smoke", "--out", str(tmp_path), "--device", "cpu",
-                   "--data-root", data_root, "--no-progress"])
-    printed = capsys.readouterr().out
-    assert status == 0
-    assert "| MZAttn-Full | d=8 |" in printed and "0.691 ± 0.012" in printed
-    assert "## Verdicts" in printed and (tmp_path / "table3" / "table3.png").exists()
-
-
 def test_table3_figure_draws_the_across_d_panel_only_when_two_columns_ran(out, monkeypatch):
     from mzattn.repro import figures
     drawn = []
