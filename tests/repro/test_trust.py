@@ -176,3 +176,11 @@ def test_a_record_of_another_table_copied_in_is_set_aside(out):
     mirror = dataclasses.replace(SPEC, key="mirror")
     shutil.copytree(f"{out}/{SPEC.key}", f"{out}/mirror")
     assert len(Results.load(mirror, out).values(ROW.label, COLUMN.label)) == 2
+
+
+def test_summary_counts_the_records_set_aside(out):
+    _edit(_path(out, 0), _set_metric("r2", "high"))
+    _report(out)
+    with open(f"{out}/SUMMARY.md") as f:
+        assert "Records set aside, not counted (each table's report names the files and " \
+               "why): table3 1." in f.read()
