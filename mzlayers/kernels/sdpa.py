@@ -31,13 +31,15 @@ def sdpa(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None = None,
         return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask,
                                               dropout_p=dropout_p)
     chunk = max(1, MAX_SCORE_ELEMENTS // max(1, groups * S))
-    grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
-    outs = []
-    for qc in q.split(chunk, dim=-2):
-        if grad:
-            outs.append(checkpoint(F.scaled_dot_product_attention, qc, k, v, attn_mask,
-                                   dropout_p, use_reentrant=False))
-        else:
-            outs.append(F.scaled_dot_product_attention(qc, k, v, attn_mask=attn_mask,
-                                                       dropout_p=dropout_p))
+    if not (torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))):
+        # every chunk written into one output: a list of small chunk outputs between the
+        # large freed score buffers fragments glibc's heap, and the process then grows
+        # with the number of chunks (quadratic in the set size; docs/layers.md)
+        out = v.new_empty(*q.shape[:-1], v.size(-1))
+        for start in range(0, L, chunk):
+            out[..., start:start + chunk, :] = F.scaled_dot_product_attention(
+                q[..., start:start + chunk, :], k, v, attn_mask=attn_mask, dropout_p=dropout_p)
+        return out
+    outs = [checkpoint(F.scaled_dot_product_attention, qc, k, v, attn_mask, dropout_p,
+                       use_reentrant=False) for qc in q.split(chunk, dim=-2)]
     return torch.cat(outs, dim=-2)

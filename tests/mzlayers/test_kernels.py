@@ -38,6 +38,20 @@ def test_query_chunks_match_one_call(monkeypatch, masked):
         torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
 
 
+@pytest.mark.parametrize('masked', [False, True])
+def test_query_chunks_without_grad_fill_one_output(monkeypatch, masked):
+    g = torch.Generator().manual_seed(1)
+    q, k = (torch.randn(3, 2, n, 4, dtype=torch.float64, generator=g) for n in (17, 11))
+    v = torch.randn(3, 2, 11, 12, dtype=torch.float64, generator=g)
+    mask = torch.zeros(3, 1, 1, 11, dtype=torch.float64)
+    mask[1, ..., 5:] = torch.finfo(torch.float64).min
+    mask = mask if masked else None
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    monkeypatch.setattr(sdpa_module, 'MAX_SCORE_ELEMENTS', 3 * 2 * 4 * 11)  # 4 queries
+    out = sdpa(q, k, v, attn_mask=mask)  # 5 chunks, the last of 1 query
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=0)
+
+
 def test_mz_self_attention_on_one_large_set_is_chunked(monkeypatch):
     seen = []
     original = F.scaled_dot_product_attention
