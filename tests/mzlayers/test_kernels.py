@@ -52,6 +52,24 @@ def test_query_chunks_without_grad_fill_one_output(monkeypatch, masked):
     torch.testing.assert_close(out, ref, atol=1e-12, rtol=0)
 
 
+def test_query_chunks_keep_their_dropout_masks_in_backward(monkeypatch):
+    g = torch.Generator().manual_seed(2)
+    q = torch.randn(2, 2, 9, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    k = torch.randn(2, 2, 7, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    v = torch.randn(2, 2, 7, 8, dtype=torch.float64, generator=g, requires_grad=True)
+    monkeypatch.setattr(sdpa_module, 'MAX_SCORE_ELEMENTS', 2 * 2 * 3 * 7)  # 3 queries
+    torch.manual_seed(0)
+    out = sdpa(q, k, v, dropout_p=0.5)
+    grads = torch.autograd.grad(out.square().sum(), (q, k, v))
+    torch.manual_seed(0)  # the same chunks, the same draws, plain autograd
+    ref = torch.cat([F.scaled_dot_product_attention(qc, k, v, dropout_p=0.5)
+                     for qc in q.split(3, dim=-2)], dim=-2)
+    ref_grads = torch.autograd.grad(ref.square().sum(), (q, k, v))
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=0)
+    for a, b in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+
+
 def test_mz_self_attention_on_one_large_set_is_chunked(monkeypatch):
     seen = []
     original = F.scaled_dot_product_attention
