@@ -44,11 +44,12 @@ GUARD_FLOOR = 2**28
 
 #: Row tensors of :math:`(1 + n_g) d` numbers alive per element in one block:
 #: with autograd storing them for backward, and without.
-ROW_TENSORS = {True: 24, False: 8}
+ROW_TENSORS = {True: 12, False: 8}
 
 #: Score-sized tensors alive at once in an attention call (scores, weights,
-#: the mask of non-finite scores).
-SCORE_TENSORS = 3
+#: the mask of non-finite scores; in backward also their gradients): with
+#: autograd recording the call, and without.
+SCORE_TENSORS = {True: 5, False: 3}
 
 
 @dataclass(frozen=True)
@@ -98,15 +99,15 @@ class EncoderShape:
             rows += layout.num_elements * row * blocks
         return rows + max(attention_bytes(
             call, heads=H, key_channels=C // H, value_channels=(1 + G) * (C // H),
-            backend=self.backend, device_type=device_type, element_size=element_size)
-            for call in self.calls(layout))
+            backend=self.backend, device_type=device_type, element_size=element_size,
+            grad=grad) for call in self.calls(layout))
 
 
 def attention_bytes(call: Attention, *, heads: int, key_channels: int, value_channels: int,
-                    backend: str, device_type: str, element_size: int) -> int:
+                    backend: str, device_type: str, element_size: int, grad: bool) -> int:
     r"""Peak bytes of one attention call (module docstring) with
     :obj:`heads` heads of :obj:`key_channels` :math:`d_k` and
-    :obj:`value_channels` :math:`d_v`."""
+    :obj:`value_channels` :math:`d_v`, recorded by autograd if :obj:`grad`."""
     keys, queries = call.keys, call.queries
     segment = keys.mask is None and (backend == 'segment' or (backend == 'auto' and auto_segment(
         device_type, keys, queries)))
@@ -126,7 +127,7 @@ def attention_bytes(call: Attention, *, heads: int, key_channels: int, value_cha
                                                        keys.counts[run.start:run.stop],
                                                        strict=True))
                   for run in plan.runs]
-        return SCORE_TENSORS * max(scores, default=0) * element_size
+        return SCORE_TENSORS[grad] * max(scores, default=0) * element_size
     padding = None if backend == 'dense' or keys.mask is not None else AUTO_MAX_PADDING
     peak = 0
     for group in size_groups(keys.counts, list(range(keys.num_sets)), padding):
@@ -134,7 +135,7 @@ def attention_bytes(call: Attention, *, heads: int, key_channels: int, value_cha
         width_k = max((keys.counts[b] for b in group), default=0)
         width_q = max((query_counts[b] for b in group), default=0)
         padded = S * H * (width_k + width_q) * (key_channels + value_channels)
-        peak = max(peak, padded + SCORE_TENSORS * at_once(S, width_q, width_k))
+        peak = max(peak, padded + SCORE_TENSORS[grad] * at_once(S, width_q, width_k))
     return peak * element_size
 
 
