@@ -8,8 +8,9 @@ A record in :obj:`{out}/{table}/cells/` is checked against
    naming another table is the same run as this table's cell (a twin, or a
    record of the demo, a view of Table 3): a record of another table or
    cell copied into :obj:`cells/` does not count;
-2. **its numbers**: every metric, the parameter count, the wall time and
-   every validation loss of its history is a number (a NaN or infinite test
+2. **its numbers**: every metric, the parameter count, the wall time, the
+   epochs, the split sizes and every validation loss of its history is a
+   number (a NaN or infinite test
    metric is not a result), and the metrics are in range
    (:math:`R^2 \le 1`, :math:`\text{MSE} \ge 0`, accuracy in :math:`[0, 1]`);
 3. **its consistency**, where the record stores what it takes (records
@@ -95,9 +96,12 @@ def _numbers(record: dict[str, Any]) -> list[str]:
             problems.append(f"metric {name!r} is {value}")
         elif not _RANGES.get(name, _ANY)[0] <= value <= _RANGES.get(name, _ANY)[1]:
             problems.append(f"metric {name!r} is {value}, outside {list(_RANGES[name])}")
-    for name in ("params", "wall_time_s"):
-        if name in record and not _is_number(record[name]):
+    for name in ("params", "wall_time_s", "epochs", "max_epochs"):
+        if record.get(name) is not None and not _is_number(record[name]):
             problems.append(f"{name!r} is {record[name]!r}, not a number")
+    sizes = record.get("split_sizes")
+    if sizes is not None and not (isinstance(sizes, list) and all(map(_is_number, sizes))):
+        problems.append(f"'split_sizes' is {sizes!r}, not a list of numbers")
     history = record.get("history") or []
     if not isinstance(history, list) or not all(
             isinstance(row, dict) and (row.get("val_loss") is None or _is_number(row["val_loss"]))

@@ -184,3 +184,13 @@ def test_summary_counts_the_records_set_aside(out):
     with open(f"{out}/SUMMARY.md") as f:
         assert "Records set aside, not counted (each table's report names the files and " \
                "why): table3 1." in f.read()
+
+
+@pytest.mark.parametrize("field, value", [("params", "1k"), ("epochs", "2"),
+                                          ("split_sizes", "32/16/16"),
+                                          ("history", [{"val_loss": "low"}])])
+def test_any_number_the_report_reads_stored_as_text_is_set_aside(out, field, value):
+    _edit(_path(out, 0), lambda record: record.update({field: value}))
+    (line,) = Results.load(SPEC, out).set_aside
+    assert line.startswith(f"{_path(out, 0)}: ") and f"'{field}'" in line
+    assert "| Standard | d=8 | " in _report(out)  # no traceback, seed 1 still shown
