@@ -3,7 +3,7 @@ the peak memory of a call, estimated from the set sizes that its
 :class:`~mzlayers.layout.SetLayout` already holds on the host, checked
 against a budget before anything runs.
 
-The estimate (:func:`estimate_peak`) is the sum of
+The estimate (:meth:`EncoderShape.peak`) is :obj:`OVERHEAD` plus
 
 * the **row activations**: every element is a zonotope of :math:`(1 + n_g) d`
   numbers, and a block keeps about :obj:`ROW_TENSORS` such tensors per element
@@ -11,7 +11,8 @@ The estimate (:func:`estimate_peak`) is the sum of
   otherwise, or with :obj:`checkpoint_rows`);
 * the **attention** of the largest call, as the kernel that runs it
   (:func:`~mzlayers.attention.set_attention`) materialises it: the padded
-  queries, keys and values of its largest bucket and :obj:`SCORE_TENSORS`
+  queries, keys and values of its largest bucket (:obj:`PADDED_TENSORS`
+  copies) and :obj:`SCORE_TENSORS`
   score tensors of the query-key pairs it holds at once: all the pairs of a
   bucket, or of a run of small sets in the segment kernel, or the query
   chunks of :func:`~mzlayers.kernels.sdpa.sdpa` when values are wider than
@@ -50,6 +51,13 @@ ROW_TENSORS = {True: 12, False: 8}
 #: the mask of non-finite scores; in backward also their gradients): with
 #: autograd recording the call, and without.
 SCORE_TENSORS = {True: 5, False: 3}
+
+#: Copies of the padded queries, keys and values of a dense bucket alive at
+#: once (autograd keeps them, and backward makes their gradients).
+PADDED_TENSORS = {True: 3, False: 2}
+
+#: Bytes every call adds whatever its size (index tensors, the allocator's slack).
+OVERHEAD = 2**24
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,7 @@ class EncoderShape:
         rows = layout.num_elements * row * ROW_TENSORS[stored] * (blocks if stored else 1)
         if grad and not stored:  # checkpoint_rows keeps each block's input for backward
             rows += layout.num_elements * row * blocks
-        return rows + max(attention_bytes(
+        return OVERHEAD + rows + max(attention_bytes(
             call, heads=H, key_channels=C // H, value_channels=(1 + G) * (C // H),
             backend=self.backend, device_type=device_type, element_size=element_size,
             grad=grad) for call in self.calls(layout))
@@ -134,7 +142,8 @@ def attention_bytes(call: Attention, *, heads: int, key_channels: int, value_cha
         S = len(group)
         width_k = max((keys.counts[b] for b in group), default=0)
         width_q = max((query_counts[b] for b in group), default=0)
-        padded = S * H * (width_k + width_q) * (key_channels + value_channels)
+        padded = PADDED_TENSORS[grad] * S * H * (width_k + width_q) * (
+            key_channels + value_channels)
         peak = max(peak, padded + SCORE_TENSORS[grad] * at_once(S, width_q, width_k))
     return peak * element_size
 
