@@ -65,18 +65,20 @@ def _identity(spec: TableSpec, record: dict[str, Any], path: str) -> str | None:
     if record["cell_id"] != name:
         return f"a record of cell {record['cell_id']!r} under the name {name!r}"
     table = _canonical(spec)
-    row = next((r for r in table.rows if r.label == config["row"]), None)
-    if row is None or config["column"] not in {c.label for c in table.columns}:
+    rows = {r.label: r for r in (*table.rows, *spec.rows)}  # a view may add cells too
+    columns = {c.label: c for c in (*table.columns, *spec.columns)}
+    row, column = rows.get(config["row"]), columns.get(config["column"])
+    if row is None or column is None:
         return (f"{spec.key} has no cell with row {config['row']!r} and column "
                 f"{config['column']!r} (a record of table {config.get('table')!r})")
     seed = config.get("seed")
     if not isinstance(seed, int) or isinstance(seed, bool):
         return f"seed {seed!r} is not an integer"
-    cell_id = Cell(spec.key, row, table.column(config["column"]), seed).cell_id
+    cell_id = Cell(spec.key, row, column, seed).cell_id
     if cell_id != name:
         return f"its row, column and seed are cell {cell_id!r}'s, not {name!r}'s"
     if config.get("table") != spec.key:
-        problem = stale_problem(table, record)
+        problem = stale_problem(spec, record) or stale_problem(table, record)
         if problem is not None:
             return f"a record of table {config.get('table')!r}, not a run of this cell: {problem}"
     return None
