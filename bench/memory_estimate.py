@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     env = environment(device)
     if device.type == 'cpu':
         env['threads'] = 1  # the children's (see measure._child)
+        env['cpu_allocator'] = 'glibc defaults (children)'
     result = {'suite': 'memory_estimate', 'device': args.device, 'environment': env,
               'rows': rows}
     write_text_atomic(args.out, json.dumps(result, indent=1) + '\n')
