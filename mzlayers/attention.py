@@ -98,8 +98,8 @@ def set_attention(
             raise ValueError("The 'segment' backend takes ragged batches only; a padded "
                              "batch (bucket_batch, 'mask') needs backend 'auto' or 'dense'")
         return dense_attention(q, k, v, key_layout, query_layout, dropout, None, None)
-    if backend == 'segment' or (backend == 'auto' and _auto_segment(
-            q, key_layout, query_layout)):
+    if backend == 'segment' or (backend == 'auto' and auto_segment(
+            q.device.type, key_layout, query_layout)):
         return segment_attention(q, k, v, key_layout, query_layout, dropout,
                                  SEGMENT_FUSED_MIN_PAIRS)
     if backend == 'dense':
@@ -108,9 +108,11 @@ def set_attention(
     return dense_attention(q, k, v, key_layout, query_layout, dropout, AUTO_MAX_PADDING, alone)
 
 
-def _auto_segment(q: Tensor, key_layout: SetLayout, query_layout: SetLayout | None) -> bool:
-    r"""Whether ``'auto'`` runs the segment kernel (see the module docstring)."""
-    if q.device.type != 'cpu':
+def auto_segment(device_type: str, key_layout: SetLayout,
+                 query_layout: SetLayout | None) -> bool:
+    r"""Whether ``'auto'`` runs the segment kernel on a device of type
+    :obj:`device_type` (see the module docstring; host sizes only)."""
+    if device_type != 'cpu':
         return False
     if query_layout is None:
         return not key_layout.equal_sizes

@@ -8,6 +8,7 @@ table goes on.
 """
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import os.path as osp
@@ -176,6 +177,15 @@ def record_problem(record: Any) -> str | None:
     if status == "ok" and not isinstance(record["metrics"], dict):
         return "'metrics' is not an object"
     return None
+
+
+def metrics_digest(record: dict[str, Any]) -> str:
+    r"""SHA-256 of a record's :obj:`metrics` and :obj:`test_target_var` as
+    canonical JSON, written with the record (:obj:`metrics_sha256`) so that
+    a later edit of a number shows (:mod:`~mzattn.repro.trust`). A twin
+    that reuses the record keeps it: it covers the numbers, not the cell."""
+    numbers = {"metrics": record.get("metrics"), "test_target_var": record.get("test_target_var")}
+    return hashlib.sha256(json.dumps(numbers, sort_keys=True).encode()).hexdigest()
 
 
 def read_record(path: str) -> dict[str, Any] | None:
@@ -371,6 +381,7 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
     test = trainer.test(module, datamodule=data, ckpt_path=best, verbose=False)[0]
     return {
         "metrics": {k.removeprefix("test/"): float(v) for k, v in test.items()},
+        "test_target_var": module.test_target_var,
         "best_val_loss": None if checkpoint.best_model_score is None
         else float(checkpoint.best_model_score),
         "epochs": trainer.current_epoch, "stopped_early": stopped_early,
@@ -521,6 +532,7 @@ def _run_locked(spec: TableSpec, cell: Cell, profile: str, out: str, options: Ru
     start = time.perf_counter()
     try:
         record |= train_cell(spec, cell, profile, out, options) | {"status": "ok"}
+        record["metrics_sha256"] = metrics_digest(record)
     except Exception as error:  # a failed cell must not stop the table
         if is_no_space(error):  # but a full disk must: the cell did not fail
             raise no_space(error, out) from None

@@ -39,6 +39,18 @@ def output_channels(loss: str, target_dim: int, num_classes: int | None = None) 
     return 2 * target_dim if loss == "gaussian_nll" else target_dim
 
 
+def target_variance(r2: R2Score) -> list[float]:
+    r"""The biased variance of every target :obj:`[T]` seen by :obj:`r2`,
+    from its own sums (synchronised across processes), so that
+    :math:`R^2 = 1 - \text{MSE} / \text{var}` holds to float rounding for
+    one target (the total sum of squares is the one :obj:`r2` divides by)."""
+    with r2.sync_context():
+        total = r2.total
+        mean = r2.sum_error / total
+        variance = (r2.sum_squared_error - r2.sum_error * mean) / total
+    return variance.reshape(-1).tolist()
+
+
 class SetModule(pl.LightningModule):
     r"""Trains a set model :math:`f(x, \text{batch}) \to \hat y` on PyG
     batches with the paper's optimisation (App. A.1): AdamW, a linear
@@ -61,7 +73,11 @@ class SetModule(pl.LightningModule):
 
     Metrics are logged as :obj:`{stage}/{name}` with :obj:`stage` in
     :obj:`train`, :obj:`val`, :obj:`test` (e.g. :obj:`val/loss`,
-    :obj:`test/r2`).
+    :obj:`test/r2`). After a test of a regression, :attr:`test_target_var`
+    holds the variance of every target :obj:`[T]` over the test split, on
+    the original scale, as the :math:`R^2` metric computed it
+    (:func:`target_variance`), so that a record can be checked: for
+    :math:`T = 1`, :math:`R^2 = 1 - \text{MSE} / \text{var}`.
 
     Args:
         model (torch.nn.Module): The set model.
@@ -109,6 +125,7 @@ class SetModule(pl.LightningModule):
         self.register_buffer("target_std", torch.as_tensor(std, dtype=torch.float).view(-1))
         self.metrics = torch.nn.ModuleDict(
             {f"{stage}_metrics": self._metric_collection() for stage in ("train", "val", "test")})
+        self.test_target_var: list[float] | None = None
 
     def _metric_collection(self) -> MetricCollection:
         if self.loss_name == "cross_entropy":
@@ -172,6 +189,8 @@ class SetModule(pl.LightningModule):
 
     def _log_metrics(self, stage: str) -> None:
         metrics = self.metrics[f"{stage}_metrics"]
+        if stage == "test" and "r2" in metrics:
+            self.test_target_var = target_variance(metrics["r2"])
         values = metrics.compute()
         self.log_dict({f"{stage}/{k}": v for k, v in values.items()},
                       prog_bar=stage == "val")

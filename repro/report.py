@@ -175,7 +175,7 @@ def _reading_lines(spec: TableSpec) -> list[str]:
 def render(spec: TableSpec, results: Results, figure: str | None = None,
            curves: str | None = None, folder: str | None = None) -> str:
     r"""The markdown report of one table, naming the records it left out
-    (:obj:`results.stale`, :obj:`results.unreadable`); :obj:`folder` is
+    (:obj:`results.set_aside`, :obj:`results.stale`, :obj:`results.unreadable`); :obj:`folder` is
     where a table with :obj:`TableSpec.sections` keeps what they need."""
     paper = paper_table_of(spec)
     lines = [f"# {spec.key}: {spec.title}", "", *_header(spec, results), ""]
@@ -199,6 +199,11 @@ def render(spec: TableSpec, results: Results, figure: str | None = None,
         lines += ["", "## Stale records (not counted: the table's spec changed since they ran; "
                   "their cells run again)", ""]
         lines += [f"- {problem}" for problem in results.stale]
+    if results.set_aside:
+        lines += ["", "## Records set aside (not counted: a record of another cell or table, "
+                  "or numbers that are not a result or contradict each other; "
+                  "see docs/faults.md)", ""]
+        lines += [f"- {problem}" for problem in results.set_aside]
     if results.unreadable:
         lines += ["", "## Unreadable cell files (not counted; their cells run again)", ""]
         lines += [f"- {problem}" for problem in results.unreadable]
@@ -219,7 +224,7 @@ def write_report(spec: TableSpec, out: str) -> str:
     folder = table_dir(out, spec.key)
     os.makedirs(folder, exist_ok=True)
     results = Results.load(spec, out)
-    for problem in results.stale + results.unreadable:
+    for problem in results.set_aside + results.stale + results.unreadable:
         print(f"[mzattn-repro] {spec.key}: not counted: {problem}", file=sys.stderr, flush=True)
     figure = None
     if spec.figure is not None and results.ok:

@@ -45,7 +45,8 @@ def specs_in(out: str) -> list[TableSpec]:
 def summary_rows(out: str, specs: list[TableSpec]) -> list[dict[str, str]]:
     r"""One row per claim of every table in :obj:`specs`: table, claim,
     verdict, convergence, our numbers beside the paper's, the check's detail,
-    profiles run and command."""
+    profiles run, command, and how many of the table's records its report
+    set aside (:attr:`Results.set_aside`)."""
     rows = []
     for spec in specs:
         results = Results.load(spec, out)
@@ -56,7 +57,8 @@ def summary_rows(out: str, specs: list[TableSpec]) -> list[dict[str, str]]:
                          # the cells of failing conditions first
                          "numbers": _numbers(spec, results, (*(result.cells or ()), *result.read)),
                          "detail": result.detail, "profiles": ",".join(results.profiles),
-                         "command": command, "study": spec.study})
+                         "command": command, "study": spec.study,
+                         "set_aside": len(results.set_aside)})
     return rows
 
 
@@ -75,6 +77,10 @@ def write_summary(out: str, rows: list[dict[str, str]]) -> str:
     lines += [f"| {r['table']} | {_cell(r['claim'])} | **{r['verdict']}** | "
               f"{r['convergence'] or '—'} | {_cell(r['numbers']) or '—'} | "
               f"{_cell(r['detail'])} | `{r['command']}` |" for r in rows]
+    aside = {r["table"]: r["set_aside"] for r in rows if r.get("set_aside")}
+    if aside:
+        lines += ["", "Records set aside, not counted (each table's report names the files and "
+                  "why): " + ", ".join(f"{table} {count}" for table, count in aside.items()) + "."]
     path = osp.join(out, "SUMMARY.md")
     with open(path + ".tmp", "w") as f:
         f.write("\n".join(lines) + "\n")

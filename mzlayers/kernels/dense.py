@@ -66,12 +66,12 @@ def plan(layout: SetLayout, queries: SetLayout | None, max_padding: float | None
 def _build_plan(layout: SetLayout, queries, max_padding, alone_min_pairs,
                 num_learned) -> list[Bucket]:
     pairs = layout.pair_counts(queries, num_learned)  # also checks the query layout
-    groups = _size_groups(layout.counts, list(range(layout.num_sets)), max_padding)
+    groups = size_groups(layout.counts, list(range(layout.num_sets)), max_padding)
     if len(groups) > 1 and alone_min_pairs is not None:
         alone = [b for b, p in enumerate(pairs) if p >= alone_min_pairs]
         rest = [b for b, p in enumerate(pairs) if p < alone_min_pairs]
         groups = [[b] for b in alone] + (
-            _size_groups(layout.counts, rest, max_padding) if rest else [])
+            size_groups(layout.counts, rest, max_padding) if rest else [])
     return [_bucket(layout, ids, queries, single=len(groups) == 1) for ids in groups]
 
 def _bucket(layout: SetLayout, ids: list[int], queries, single: bool) -> Bucket:
@@ -90,7 +90,7 @@ def _bucket(layout: SetLayout, ids: list[int], queries, single: bool) -> Bucket:
     return bucket
 
 
-def _size_groups(counts: list[int], ids: list[int], max_padding: float | None
+def size_groups(counts: list[int], ids: list[int], max_padding: float | None
                  ) -> list[list[int]]:
     r"""Partitions the sets :obj:`ids` into groups whose sizes
     (:obj:`counts[i]`) differ at most :obj:`max_padding` times (a single
