@@ -4,7 +4,8 @@ The reference Set Transformer code (Lee et al., 2019) and most code built on
 it batch variable-size sets by zero-padding them to a common width and run
 attention with no mask, so the pad rows are elements like any other and a
 model's output depends on the set size :math:`n`. The paper never says how
-it batches its sets; :obj:`BATCHINGS` names the three ways our harness can:
+it batches its sets; :obj:`~mzattn.datasets.batching.BATCHINGS` names the
+three ways our harness can:
 
 * :obj:`"masked"` (the default): a ragged PyG batch, every row a real
   element. Attention, PMA and means see only the real elements, so an exact
@@ -25,20 +26,9 @@ from collections.abc import Callable, Iterable, Sequence
 import torch
 from torch_geometric.data import Batch, Data
 
-BATCHINGS = ("masked", "padded", "padded-dataset")
-r"""The batching modes, the default first."""
-
 PADDED_KEYS = ("x", "pos")
 r"""Per-element attributes that get zero rows; set-level ones (:obj:`y`,
 labels) are kept as they are."""
-
-
-def check_batching(batching: str) -> str:
-    r"""Returns :obj:`batching` if it is one of :obj:`BATCHINGS`, else raises
-    a :class:`ValueError` naming it."""
-    if batching not in BATCHINGS:
-        raise ValueError(f"'batching' must be one of {', '.join(BATCHINGS)} (got {batching!r})")
-    return batching
 
 
 def pad_set(data: Data, width: int) -> Data:

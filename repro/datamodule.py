@@ -10,7 +10,8 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import torch
-from mzattn.datasets.padding import PadSets, check_batching, largest_set
+from mzattn.datasets.batching import check_batching
+from mzattn.datasets.padding import PadSets, largest_set
 from torch.utils.data import Dataset, Sampler
 from torch_geometric.loader import DataLoader
 

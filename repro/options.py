@@ -4,6 +4,8 @@ dataclasses of the latter. Nothing here imports torch or Lightning, so that
 import argparse
 from dataclasses import dataclass, field
 
+from mzattn.datasets.batching import BATCHINGS
+
 from .spec import PROFILES
 
 LAUNCHERS = ("local", "slurm")
@@ -91,6 +93,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=parse_seeds, default=None,
                         help="comma-separated seeds (default: the profile's)")
     parser.add_argument("--out", default="results", help="results folder (default: results)")
+    add_batching_argument(parser)
     parser.add_argument("--device", type=_device, choices=sorted(DEVICES), default="auto",
                         help="cpu, cuda (or gpu), or auto: a GPU when one is visible")
     parser.add_argument("--devices", default="1", help="devices per node, passed to Lightning")
@@ -108,6 +111,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     bar.add_argument("--progress", dest="progress", action="store_true", default=None)
     bar.add_argument("--no-progress", dest="progress", action="store_false")
     add_launch_arguments(parser)
+
+
+def add_batching_argument(parser: argparse.ArgumentParser) -> None:
+    r"""Adds :obj:`--batching` (:obj:`mzattn.datasets.batching.BATCHINGS`)
+    to :obj:`parser`."""
+    parser.add_argument("--batching", choices=list(BATCHINGS), default="masked",
+                        help="masked: ragged sets, only real elements (default); padded: "
+                             "zero-padded to the batch's largest set, no mask, as the reference "
+                             "Set Transformer code; padded-dataset: to the dataset's largest set "
+                             "(docs/reproduction.md)")
 
 
 def _device(name: str) -> str:

@@ -6,8 +6,11 @@ import statistics
 from collections.abc import Iterator
 from typing import Any
 
+from mzattn.datasets.batching import BATCHINGS
+
 from .cells import RecordError, read_record, stale_problem, table_dir
 from .spec import TableSpec
+from .twins import batching_of
 
 
 def load_records(out: str, table: str,
@@ -27,6 +30,14 @@ def load_records(out: str, table: str,
     return records
 
 
+def batchings_in(out: str, table: str) -> list[str]:
+    r"""The batchings that :obj:`table`'s reports cover: :obj:`"masked"`,
+    the default, then every other of :obj:`mzattn.datasets.batching.BATCHINGS`
+    (in its order) that has a usable cell record under :obj:`out`."""
+    found = {batching_of(record["config"]) for record in load_records(out, table)}
+    return [batching for batching in BATCHINGS if batching == "masked" or batching in found]
+
+
 def set_aside_records(out: str, table: str) -> list[str]:
     r"""Cell files of :obj:`table` that a run set aside as unreadable or
     foreign (:obj:`cells/{cell_id}.json.{reason}-{time}`), sorted."""
@@ -43,10 +54,13 @@ class Results:
             each (:meth:`load`). (default: :obj:`()`)
         unreadable (list[str], optional): Cell files that could not be
             used, one line each (:meth:`load`). (default: :obj:`()`)
+        batching (str, optional): The batching of the records
+            (:obj:`mzattn.datasets.batching.BATCHINGS`). (default: :obj:`"masked"`)
     """
     def __init__(self, spec: TableSpec, records: list[dict[str, Any]], *,
-                 stale: list[str] = (), unreadable: list[str] = ()) -> None:
-        self.spec = spec
+                 stale: list[str] = (), unreadable: list[str] = (),
+                 batching: str = "masked") -> None:
+        self.spec, self.batching = spec, batching
         self.stale, self.unreadable = list(stale), list(unreadable)
         self.ok = [r for r in records if r.get("status") == "ok"]
         self.failed = [r for r in records if r.get("status") != "ok"]
@@ -54,8 +68,10 @@ class Results:
         self._read: set[tuple[str, str]] | None = None
 
     @classmethod
-    def load(cls, spec: TableSpec, out: str) -> "Results":
-        r"""The records of :obj:`spec`'s table under :obj:`out`. A record
+    def load(cls, spec: TableSpec, out: str, batching: str = "masked") -> "Results":
+        r"""The records of :obj:`spec`'s table under :obj:`out` whose sets
+        were batched as :obj:`batching` says (a record without the field is
+        a :obj:`"masked"` one): the runs of two batchings never mix. A record
         that is no longer a run of its cell
         (:func:`~mzattn.repro.cells.stale_problem`) is left out and named in
         :obj:`stale`; a file that cannot be used (:func:`load_records`), or
@@ -63,6 +79,8 @@ class Results:
         unreadable: list[str] = []
         records, stale = [], []
         for record in load_records(out, spec.key, unreadable):
+            if batching_of(record["config"]) != batching:
+                continue
             problem = stale_problem(spec, record)
             if problem is None:
                 records.append(record)
@@ -70,7 +88,7 @@ class Results:
                 stale.append(f"{record['cell_id']} ({record['profile']} profile): {problem}")
         unreadable += [f"{path}: set aside by a run, which reran its cell"
                        for path in set_aside_records(out, spec.key)]
-        return cls(spec, records, stale=stale, unreadable=unreadable)
+        return cls(spec, records, stale=stale, unreadable=unreadable, batching=batching)
 
     def fullest_profile(self, default: str = "quick") -> str:
         r"""The most complete profile with a finished cell (the spec lists

@@ -19,14 +19,16 @@ from .spec import TableSpec
 
 
 def grid(spec: TableSpec, profile: str, models: list[str] | None = None,
-         columns: list[str] | None = None, seeds: list[int] | None = None) -> list[Cell]:
+         columns: list[str] | None = None, seeds: list[int] | None = None,
+         batching: str = "masked") -> list[Cell]:
     r"""The cells to run: selected rows × columns × seeds (the profile's
     rows, columns and seeds unless given), seed-major so that every row and
-    column gets a first seed before any gets a second."""
+    column gets a first seed before any gets a second, each with its sets
+    batched as :obj:`batching` says."""
     rows = spec.select_rows(models, profile)
     cols = spec.select_columns(columns, profile)
     seeds = list(spec.profile(profile).seeds) if seeds is None else seeds
-    return [Cell(spec.key, row, column, seed)
+    return [Cell(spec.key, row, column, seed, batching)
             for seed in seeds for column in cols for row in rows]
 
 
@@ -37,14 +39,16 @@ def _say(text: str) -> None:
 
 def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None = None,
               columns: list[str] | None = None, seeds: list[int] | None = None,
-              out: str = "results", options: RunOptions | None = None) -> list[dict]:
-    r"""Runs every selected cell (finished ones are skipped, failed ones are
-    recorded and the others still run), then rebuilds the table's report.
+              out: str = "results", options: RunOptions | None = None,
+              batching: str = "masked") -> list[dict]:
+    r"""Runs every selected cell, its sets batched as :obj:`batching` says
+    (finished ones are skipped, failed ones are recorded and the others
+    still run), then rebuilds the table's report.
 
     Returns:
         list[dict]: The cell records, in run order.
     """
-    cells = grid(spec, profile, models, columns, seeds)
+    cells = grid(spec, profile, models, columns, seeds, batching)
     records = []
     for index, cell in enumerate(cells, 1):
         start = time.perf_counter()
@@ -82,11 +86,12 @@ def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
     options, launch_options = options_from_args(args), launch_options_from_args(args)
     try:
         if not in_process(launch_options, options):  # worker processes or SLURM (launch.py)
-            cells = grid(spec, args.profile, args.models, args.columns, args.seeds)
+            cells = grid(spec, args.profile, args.models, args.columns, args.seeds,
+                         args.batching)
             statuses = launch(cells, args.profile, args.out, options, launch_options)
             return int("failed" in statuses.values())
         records = run_table(spec, args.profile, args.models, args.columns, args.seeds,
-                            args.out, options)
+                            args.out, options, args.batching)
     except RunStopped as stop:  # SIGTERM / SIGINT (143 / 130) or a full disk
         return _stopped(spec, args.out, stop)
     return int(any(r["status"] == "failed" for r in records))

@@ -2,7 +2,7 @@ import pickle
 
 import pytest
 import torch
-from mzattn.datasets.padding import BATCHINGS, PadSets, check_batching, largest_set, pad_set
+from mzattn.datasets.padding import PadSets, largest_set, pad_set
 from torch_geometric.data import Batch, Data
 
 
@@ -45,10 +45,6 @@ def test_pad_sets_is_picklable_for_loader_workers():
         PadSets(Batch.from_data_list, 0)
 
 
-def test_largest_set_and_check_batching():
+def test_largest_set():
     assert largest_set([_sets(), [Data(x=torch.randn(9, 3))]]) == 9
     assert largest_set([[]]) == 0
-    assert [check_batching(b) for b in BATCHINGS] == list(BATCHINGS)
-    with pytest.raises(ValueError, match="'batching' must be one of masked, padded, "
-                                         "padded-dataset .got 'pad'."):
-        check_batching("pad")

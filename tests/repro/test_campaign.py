@@ -104,3 +104,13 @@ def test_a_campaign_runs_the_seeds_it_is_given(tmp_path, data_root, monkeypatch,
     with pytest.raises(SystemExit):
         cli([*args[:-1], "1,two"])
     assert "'--seeds' must be integers (got '1,two')" in capsys.readouterr().err
+
+
+def test_a_campaign_runs_the_batching_it_is_given(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    assert [cell.cell_id for cell in campaign_cells("one", batching="padded-dataset")] == [
+        "Standard__d_8__s0__padded-dataset"]
+    assert cli(["one", "--out", str(tmp_path), "--profile", "smoke", "--batching", "padded",
+                "--status"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| table3")]
+    assert [row.split(" | ")[1] for row in rows] == ["Standard__d_8__s0__padded"]
