@@ -226,19 +226,19 @@ def report_name(batching: str, name: str, extension: str) -> str:
     return f"{name}.{extension}" if batching == "masked" else f"{name}-{batching}.{extension}"
 
 
-def write_report(spec: TableSpec, out: str) -> str:
+def write_report(spec: TableSpec, out: str, batching: str = "masked") -> str:
     r"""Writes :obj:`{out}/{table}/report.md`, the report of the masked
     cells (and the figure, if the table has one and any cell finished), and
     one :obj:`report-{batching}.md` for every other batching that has
     records (:func:`report_name`), so that the runs of two batchings never
-    mix; returns the path of :obj:`report.md`. Cell files that cannot be
-    used and stale records are named on stderr and listed in the report,
-    never fatal."""
+    mix; returns the path of :obj:`batching`'s report. Cell files that
+    cannot be used and stale records are named on stderr and listed in the
+    report, never fatal."""
     folder = table_dir(out, spec.key)
     os.makedirs(folder, exist_ok=True)
-    paths = [_write_report(spec, out, folder, batching)
-             for batching in batchings_in(out, spec.key)]
-    return paths[0]  # report.md: masked comes first
+    for each in batchings_in(out, spec.key):
+        _write_report(spec, out, folder, each)
+    return osp.join(folder, report_name(batching, "report", "md"))
 
 
 def _write_report(spec: TableSpec, out: str, folder: str, batching: str) -> str:

@@ -61,7 +61,7 @@ def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None 
         _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {state} {shown} "
              f"({time.perf_counter() - start:.0f} s)")
     if rank_zero_only.rank == 0:
-        _say(f"report: {write_report(spec, out)}")
+        _say(f"report: {write_report(spec, out, batching)}")
     return records
 
 
@@ -93,15 +93,15 @@ def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
         records = run_table(spec, args.profile, args.models, args.columns, args.seeds,
                             args.out, options, args.batching)
     except RunStopped as stop:  # SIGTERM / SIGINT (143 / 130) or a full disk
-        return _stopped(spec, args.out, stop)
+        return _stopped(spec, args.out, args.batching, stop)
     return int(any(r["status"] == "failed" for r in records))
 
 
-def _stopped(spec: TableSpec, out: str, stop: RunStopped) -> int:
+def _stopped(spec: TableSpec, out: str, batching: str, stop: RunStopped) -> int:
     # A stopped run still reports what finished, then says why it stopped, once.
     if rank_zero_only.rank == 0:
         with contextlib.suppress(RunStopped):  # the disk may still be full
-            _say(f"report: {write_report(spec, out)}")
+            _say(f"report: {write_report(spec, out, batching)}")
     print(f"[mzattn-repro] {stop}", file=sys.stderr, flush=True)
     return stop.exit_status
 

@@ -275,6 +275,7 @@ def test_each_batching_gets_its_own_report_and_they_never_mix(out):
     assert path.endswith("table3/report.md")
     masked_text = open(path).read()
     assert "Batching: **masked**, ragged sets" in masked_text and "0.99" not in masked_text
+    assert write_report(SPEC, out, "padded") == path.replace("report.md", "report-padded.md")
     padded_text = open(path.replace("report.md", "report-padded.md")).read()
     assert "Batching: **padded**, every set zero-padded to its batch's largest set" in padded_text
     assert "0.99" in padded_text and "0.65" not in padded_text
