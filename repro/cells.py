@@ -56,7 +56,7 @@ WEIGHT_DECAY = 1e-5  # App. A.1: AdamW weight decay
 class Cell:
     r"""One trained model: a row of a table on one of its columns, one seed,
     its sets batched as :obj:`batching` says
-    (:obj:`mzattn.datasets.padding.BATCHINGS`)."""
+    (:obj:`mzattn.datasets.batching.BATCHINGS`)."""
     table: str
     row: Row
     column: Column

@@ -120,7 +120,7 @@ class SetDataModule(pl.LightningDataModule):
         num_workers (int, optional): Loader worker processes. (default: :obj:`0`)
         root (str, optional): Dataset cache root. (default: :obj:`None`)
         batching (str, optional): How a batch holds sets of different sizes
-            (:obj:`mzattn.datasets.padding.BATCHINGS`): :obj:`"masked"`, a
+            (:obj:`mzattn.datasets.batching.BATCHINGS`): :obj:`"masked"`, a
             ragged PyG batch; :obj:`"padded"`, every set zero-padded to the
             batch's largest set; :obj:`"padded-dataset"`, to the largest set
             of the three splits. Padded sets reach the model as sets whose

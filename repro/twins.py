@@ -38,7 +38,7 @@ def run_of(config: dict[str, Any], place: tuple[str, ...] = PLACE) -> str:
 
 def batching_of(config: dict[str, Any]) -> str:
     r"""The batching of a cell's configuration
-    (:obj:`mzattn.datasets.padding.BATCHINGS`); :obj:`"masked"` for a
+    (:obj:`mzattn.datasets.batching.BATCHINGS`); :obj:`"masked"` for a
     record written before the field existed."""
     return config.get("batching", "masked")
 
