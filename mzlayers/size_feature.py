@@ -43,6 +43,7 @@ def append_size_feature(summary: Tensor, layout: SetLayout,
     """
     if not size_feature_channels(size_feature):
         return summary
-    ones = torch.ones(layout.num_elements, 1, dtype=summary.dtype, device=summary.device)
+    dtype = torch.promote_types(summary.dtype, torch.float32)  # counts exact beyond bf16's 256
+    ones = torch.ones(layout.num_elements, 1, dtype=dtype, device=summary.device)
     n = layout.sum(ones)  # [B, 1]
-    return torch.cat([summary, n.clamp(min=1).log()], dim=-1)
+    return torch.cat([summary, n.clamp(min=1).log().to(summary.dtype)], dim=-1)

@@ -50,3 +50,10 @@ def test_the_logn_variant_sees_duplication_and_stays_permutation_invariant(name)
     xs, batch = torch.randn(9, 4, dtype=torch.float64), torch.tensor([0] * 4 + [1] * 5)
     xp, bp = shuffle_within_sets(xs, batch)
     assert (prediction(model(xs, batch)) - prediction(model(xp, bp))).abs().max() < 1e-10
+
+
+def test_a_bfloat16_summary_gets_the_exact_count_of_a_large_set():
+    layout = SetLayout.from_batch(torch.zeros(1001, dtype=torch.long), 1001)
+    out = append_size_feature(torch.zeros(1, 2, dtype=torch.bfloat16), layout, 'log')
+    assert out.dtype == torch.bfloat16
+    assert float(out[0, 2]) == pytest.approx(math.log(1001), rel=1e-2)  # bf16 rounding only
