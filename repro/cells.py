@@ -24,7 +24,7 @@ import torch
 from filelock import FileLock, Timeout
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_only
-from mzattn.datasets.batching import check_batching
+from mzattn.datasets.batching import BATCHINGS, check_batching
 
 from .checkpoints import AtomicCheckpointIO, StopBetweenSteps, resumable
 from .datamodule import SetDataModule
@@ -175,6 +175,8 @@ def record_problem(record: Any) -> str | None:
     config = record["config"]
     if not isinstance(config, dict) or not {"row", "column"} <= set(config):
         return "'config' names no row and column"
+    if batching_of(config) not in BATCHINGS:
+        return f"batching {batching_of(config)!r} is not one of {', '.join(BATCHINGS)}"
     if status == "ok" and not isinstance(record["metrics"], dict):
         return "'metrics' is not an object"
     return None
