@@ -32,6 +32,7 @@ from .faults import RunStopped
 from .launch import CellRun, launch, say
 from .options import (
     LaunchOptions,
+    add_batching_argument,
     add_launch_arguments,
     launch_options_from_args,
     parse_seeds,
@@ -129,9 +130,8 @@ CAMPAIGNS: dict[str, tuple[Entry, ...]] = {
     # any of these cells ran): Max is "per-dim-sum" (Tables 6, 29), Task F "unaligned-sum"
     # (Tables 6, 2); Sum, Range, Task A and Task G keep the reading we built, so Table 2's A
     # and G (never run at the paper's protocol) run as they are. The cell ids name the reading.
-    # Batching hook (issue 35, item 1, another branch): every cell here is to run under both
-    # batching modes; these entries run the masked default until the mode is a cell option,
-    # then each gets a padded twin entry here.
+    # Each cell runs under both batchings (issue 35, item 1): `campaign readings` (masked, the
+    # default) and `campaign readings --batching padded`; the padded cells have ids of their own.
     "readings": (
         Entry("table6", _TABLE6_ROWS, ("Max [per-dim-sum]", "RotMatch [unaligned-sum]")),
         Entry("table29", _TABLE29_ROWS, ("Max [per-dim-sum]",)),
@@ -149,23 +149,24 @@ r"""Every campaign by name."""
 PROFILE = "full"
 
 
-def campaign_cells(name: str, seeds: tuple[int, ...] = (0,),
-                   profile: str = PROFILE) -> list[Cell]:
-    r"""The cells of campaign :obj:`name` under :obj:`profile`, in run order."""
+def campaign_cells(name: str, seeds: tuple[int, ...] = (0,), profile: str = PROFILE,
+                   batching: str = "masked") -> list[Cell]:
+    r"""The cells of campaign :obj:`name` under :obj:`profile`, their sets
+    batched as :obj:`batching` says, in run order."""
     if name not in CAMPAIGNS:
         raise ValueError(f"unknown campaign {name!r}; known: {', '.join(CAMPAIGNS)}")
     cells = []
     for entry in CAMPAIGNS[name]:
         spec = load_spec(entry.table)
         cells += grid(spec, profile, list(entry.rows), list(entry.columns),
-                      list(entry.seeds or seeds))
+                      list(entry.seeds or seeds), batching)
     return cells
 
 
 def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
                  options: RunOptions | None = None, profile: str = PROFILE,
                  launch_options: LaunchOptions | None = None, commit: bool = False,
-                 readme: str | None = None) -> int:
+                 readme: str | None = None, batching: str = "masked") -> int:
     r"""Runs every cell of campaign :obj:`name` that is neither finished nor
     held by another process, as :obj:`launch_options` dispatch them,
     rebuilding a table's report after each of its cells. The cells start in
@@ -176,7 +177,7 @@ def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
     with them README :obj:`readme`'s rebuilt verdict table. Returns the
     number of cells that failed."""
     after_cell = _committer(name, ResultsRepository(out, readme)) if commit else None
-    statuses = launch(campaign_cells(name, seeds, profile), profile, out, options,
+    statuses = launch(campaign_cells(name, seeds, profile, batching), profile, out, options,
                       launch_options, report_each_cell=True, keep_order=True,
                       after_cell=after_cell)
     return sum(status == "failed" for status in statuses.values())
@@ -239,7 +240,7 @@ def _finished_twin(out: str, config: dict, metric: str) -> str | None:
 
 
 def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
-                 profile: str = PROFILE) -> list[str]:
+                 profile: str = PROFILE, batching: str = "masked") -> list[str]:
     r"""One Markdown table row per cell of the campaign: state, epochs,
     epoch time and the time left at the epoch cap (an upper bound): from
     the cell's last epochs once it has some, else estimated by timing one
@@ -251,7 +252,7 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
              "| --- | --- | --- | --- | --- | --- | --- |"]
     total_left = estimated = 0.0
     runs: dict[tuple[str, str], Cell] = {}  # the first cell of the campaign with each run
-    for cell in campaign_cells(name, seeds, profile):
+    for cell in campaign_cells(name, seeds, profile, batching):
         record, rows = _record(out, cell), _history(out, cell)
         spec = load_spec(cell.table)
         cap = spec.profile(profile).max_epochs
@@ -299,6 +300,7 @@ def cli(argv: list[str]) -> int:
                         help="comma-separated seeds of every cell (default: 0; the paper's "
                              "tables have 3-5)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads per cell")
+    add_batching_argument(parser)
     parser.add_argument("--status", action="store_true", help="print the plan and progress")
     parser.add_argument("--commit", action="store_true",
                         help="commit each finished cell, with its log and the rebuilt reports, "
@@ -309,7 +311,8 @@ def cli(argv: list[str]) -> int:
     add_launch_arguments(parser)
     args = parser.parse_args(argv)
     if args.status:
-        print("\n".join(status_lines(args.name, args.out, tuple(args.seeds), args.profile)))
+        print("\n".join(status_lines(args.name, args.out, tuple(args.seeds), args.profile,
+                                      args.batching)))
         return 0
     if args.readme and not args.commit:
         parser.error("--readme goes with --commit")
@@ -323,7 +326,8 @@ def cli(argv: list[str]) -> int:
                               options=RunOptions(progress=False),
                               profile=args.profile,
                               launch_options=launch_options_from_args(args),
-                              commit=args.commit, readme=args.readme)
+                              commit=args.commit, readme=args.readme,
+                              batching=args.batching)
     except RunStopped as stop:  # SIGTERM / SIGINT or a full disk: finished cells are kept
         print(f"[mzattn-repro] campaign {args.name}: {stop}", file=sys.stderr, flush=True)
         return stop.exit_status

@@ -25,6 +25,7 @@ import torch
 from filelock import FileLock, Timeout
 from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.utilities import rank_zero_only
+from mzattn.datasets.batching import BATCHINGS, check_batching
 
 from .checkpoints import AtomicCheckpointIO, CellCheckpoint, StopBetweenSteps, resumable
 from .datamodule import SetDataModule
@@ -45,7 +46,7 @@ from .progress import EpochLogger
 from .quiet import show_progress_bar
 from .spec import Column, Profile, Row, TableSpec, slug
 from .stages import reach
-from .twins import find_twin, run_lock_path, run_of
+from .twins import batching_of, find_twin, run_lock_path, run_of
 
 RECORD_VERSION = 1
 r"""Version of the cell JSON layout."""
@@ -56,16 +57,25 @@ WEIGHT_DECAY = 1e-5  # App. A.1: AdamW weight decay
 
 @dataclass(frozen=True)
 class Cell:
-    r"""One trained model: a row of a table on one of its columns, one seed."""
+    r"""One trained model: a row of a table on one of its columns, one seed,
+    its sets batched as :obj:`batching` says
+    (:obj:`mzattn.datasets.batching.BATCHINGS`)."""
     table: str
     row: Row
     column: Column
     seed: int
+    batching: str = "masked"
+
+    def __post_init__(self) -> None:
+        check_batching(self.batching)
 
     @property
     def cell_id(self) -> str:
-        r"""File-system safe identifier, e.g. :obj:`MZAttn-Full__d_8__s0`."""
-        return f"{slug(self.row.label)}__{slug(self.column.label)}__s{self.seed}"
+        r"""File-system safe identifier, e.g. :obj:`MZAttn-Full__d_8__s0`,
+        and :obj:`MZAttn-Full__d_8__s0__padded` for a batching other than
+        :obj:`"masked"`, so the runs of two batchings never share a file."""
+        cell_id = f"{slug(self.row.label)}__{slug(self.column.label)}__s{self.seed}"
+        return cell_id if self.batching == "masked" else f"{cell_id}__{self.batching}"
 
 
 @dataclass(frozen=True)
@@ -174,6 +184,8 @@ def record_problem(record: Any) -> str | None:
     config = record["config"]
     if not isinstance(config, dict) or not {"row", "column"} <= set(config):
         return "'config' names no row and column"
+    if batching_of(config) not in BATCHINGS:
+        return f"batching {batching_of(config)!r} is not one of {', '.join(BATCHINGS)}"
     if status == "ok" and not isinstance(record["metrics"], dict):
         return "'metrics' is not an object"
     return None
@@ -254,7 +266,8 @@ def stale_problem(spec: TableSpec, record: dict[str, Any]) -> str | None:
         return None
     if record.get("profile") not in spec.profiles:
         return f"profile {record.get('profile')!r} is not one of {sorted(spec.profiles)}"
-    cell = Cell(spec.key, row, spec.column(config["column"]), config.get("seed", 0))
+    cell = Cell(spec.key, row, spec.column(config["column"]), config.get("seed", 0),
+                batching_of(config))
     now, then = (json.loads(_identity(c))
                  for c in (cell_config(spec, cell, record["profile"]), config))
     changes = [f"{field} {old!r} (now {new!r})" for field, old, new in _changes(then, now)]
@@ -284,6 +297,7 @@ def cell_config(spec: TableSpec, cell: Cell, profile_name: str) -> dict[str, Any
         "training": {k: v for k, v in asdict(profile).items()
                      if k not in ("seeds", "rows", "columns", "data")},
         "weight_decay": WEIGHT_DECAY, "gradient_clip": GRADIENT_CLIP,
+        "batching": cell.batching,
     }
 
 
@@ -322,7 +336,8 @@ def cell_data(cell: Cell, profile: Profile, options: RunOptions) -> SetDataModul
     return SetDataModule(cell.column.task, seed=cell.seed,
                          overrides=task_overrides(profile, cell.column),
                          normalize=cell.column.normalize, batch_size=profile.batch_size,
-                         num_workers=options.num_workers, root=options.data_root)
+                         num_workers=options.num_workers, root=options.data_root,
+                         batching=cell.batching)
 
 
 def _build(spec: TableSpec, cell: Cell, profile: Profile,

@@ -336,7 +336,7 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
         statuses[cell_key(cell)] = status
         left[cell.table] -= 1
         if left[cell.table] == 0 or (report_each_cell and status in ("ok", "failed")):
-            _write_report(cell.table, out)
+            _write_report(cell.table, out, cell.batching)
         if after_cell is not None:
             after_cell(cell, status)
 
@@ -402,7 +402,7 @@ def _unfinished(runs: Sequence[Run], on_done: Callable[[Any, str], None]) -> lis
     return todo
 
 
-def _write_report(table: str, out: str) -> None:
+def _write_report(table: str, out: str, batching: str) -> None:
     from .report import write_report
     from .tables import load_spec
-    say(f"report: {write_report(load_spec(table), out)}")
+    say(f"report: {write_report(load_spec(table), out, batching)}")

@@ -5,6 +5,8 @@ import argparse
 import os.path as osp
 from dataclasses import dataclass, field
 
+from mzattn.datasets.batching import BATCHINGS
+
 from .spec import PROFILES
 
 LAUNCHERS = ("local", "slurm")
@@ -99,6 +101,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=OUT,
                         help=f"results folder; the table's cells, report and figures go to "
                              f"OUT/TABLE/ (default: {OUT})")
+    add_batching_argument(parser)
     parser.add_argument("--device", type=_device, choices=sorted(DEVICES), default="auto",
                         help="cpu, cuda (or gpu), or auto: a GPU when one is visible")
     parser.add_argument("--devices", default="1", help="devices per node, passed to Lightning")
@@ -116,6 +119,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     bar.add_argument("--progress", dest="progress", action="store_true", default=None)
     bar.add_argument("--no-progress", dest="progress", action="store_false")
     add_launch_arguments(parser)
+
+
+def add_batching_argument(parser: argparse.ArgumentParser) -> None:
+    r"""Adds :obj:`--batching` (:obj:`mzattn.datasets.batching.BATCHINGS`)
+    to :obj:`parser`."""
+    parser.add_argument("--batching", choices=list(BATCHINGS), default="masked",
+                        help="masked: ragged sets, only real elements (default); padded: "
+                             "zero-padded to the batch's largest set, no mask, as the reference "
+                             "Set Transformer code; padded-dataset: to the dataset's largest set "
+                             "(docs/reproduction.md)")
 
 
 def _device(name: str) -> str:

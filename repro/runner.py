@@ -20,14 +20,16 @@ from .spec import PROFILES, TableSpec
 
 
 def grid(spec: TableSpec, profile: str, models: list[str] | None = None,
-         columns: list[str] | None = None, seeds: list[int] | None = None) -> list[Cell]:
+         columns: list[str] | None = None, seeds: list[int] | None = None,
+         batching: str = "masked") -> list[Cell]:
     r"""The cells to run: selected rows × columns × seeds (the profile's
     rows, columns and seeds unless given), seed-major so that every row and
-    column gets a first seed before any gets a second."""
+    column gets a first seed before any gets a second, each with its sets
+    batched as :obj:`batching` says."""
     rows = spec.select_rows(models, profile)
     cols = spec.select_columns(columns, profile)
     seeds = list(spec.profile(profile).seeds) if seeds is None else seeds
-    return [Cell(spec.key, row, column, seed)
+    return [Cell(spec.key, row, column, seed, batching)
             for seed in seeds for column in cols for row in rows]
 
 
@@ -38,14 +40,16 @@ def _say(text: str) -> None:
 
 def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None = None,
               columns: list[str] | None = None, seeds: list[int] | None = None,
-              out: str = OUT, options: RunOptions | None = None) -> list[dict]:
-    r"""Runs every selected cell (finished ones are skipped, failed ones are
-    recorded and the others still run), then rebuilds the table's report.
+              out: str = OUT, options: RunOptions | None = None,
+              batching: str = "masked") -> list[dict]:
+    r"""Runs every selected cell, its sets batched as :obj:`batching` says
+    (finished ones are skipped, failed ones are recorded and the others
+    still run), then rebuilds the table's report.
 
     Returns:
         list[dict]: The cell records, in run order.
     """
-    cells = grid(spec, profile, models, columns, seeds)
+    cells = grid(spec, profile, models, columns, seeds, batching)
     records = []
     for index, cell in enumerate(cells, 1):
         _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {cell.row.label} on "
@@ -60,7 +64,7 @@ def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None 
         _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {state} {shown} "
              f"({time.perf_counter() - start:.0f} s)")
     if rank_zero_only.rank == 0:
-        _say(f"report: {write_report(spec, out)}")
+        _say(f"report: {write_report(spec, out, batching)}")
     return records
 
 
@@ -85,21 +89,22 @@ def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
     options, launch_options = options_from_args(args), launch_options_from_args(args)
     try:
         if not in_process(launch_options, options):  # worker processes or SLURM (launch.py)
-            cells = grid(spec, args.profile, args.models, args.columns, args.seeds)
+            cells = grid(spec, args.profile, args.models, args.columns, args.seeds,
+                         args.batching)
             statuses = launch(cells, args.profile, args.out, options, launch_options)
             return int("failed" in statuses.values())
         records = run_table(spec, args.profile, args.models, args.columns, args.seeds,
-                            args.out, options)
+                            args.out, options, args.batching)
     except RunStopped as stop:  # SIGTERM / SIGINT (143 / 130) or a full disk
-        return _stopped(spec, args.out, stop)
+        return _stopped(spec, args.out, args.batching, stop)
     return int(any(r["status"] == "failed" for r in records))
 
 
-def _stopped(spec: TableSpec, out: str, stop: RunStopped) -> int:
+def _stopped(spec: TableSpec, out: str, batching: str, stop: RunStopped) -> int:
     # A stopped run still reports what finished, then says why it stopped, once.
     if rank_zero_only.rank == 0:
         with contextlib.suppress(RunStopped):  # the disk may still be full
-            _say(f"report: {write_report(spec, out)}")
+            _say(f"report: {write_report(spec, out, batching)}")
     print(f"[mzattn-repro] {stop}", file=sys.stderr, flush=True)
     return stop.exit_status
 

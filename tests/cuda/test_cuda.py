@@ -38,7 +38,7 @@ def test_cuda_matches_cpu(name):
     assert_same_outputs_and_grads(got, expected, atol=1e-4, rtol=1e-3)
 
 
-@pytest.mark.parametrize('name', ['standard', 'mz-full'])
+@pytest.mark.parametrize('name', ['standard', 'mz-full', 'standard+logn'])
 def test_bf16_autocast_trains(name):
     torch.manual_seed(0)
     model = build_model(name, 3, 2).cuda()

@@ -162,3 +162,13 @@ def test_reading_columns_stay_out_of_the_profiles(table):
     spec = load_spec(table)
     for profile in ("smoke", "quick", "full"):
         assert not [c for c in grid(spec, profile) if c.column.variant_of]
+
+
+def test_a_campaign_runs_the_batching_it_is_given(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    assert [cell.cell_id for cell in campaign_cells("one", batching="padded-dataset")] == [
+        "Standard__d_8__s0__padded-dataset"]
+    assert cli(["one", "--out", str(tmp_path), "--profile", "smoke", "--batching", "padded",
+                "--status"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| table3")]
+    assert [row.split(" | ")[1] for row in rows] == ["Standard__d_8__s0__padded"]

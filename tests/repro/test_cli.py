@@ -158,3 +158,24 @@ def test_cuda_without_a_gpu_fails_before_any_work(monkeypatch, tmp_path, capsys)
     err = capsys.readouterr().err
     assert "'--device cpu'" in err and err.startswith("usage: mzattn-repro table3 ")
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("argv, batching", [([], "masked"), (["--batching", "padded"], "padded"),
+                                            (["--batching", "padded-dataset"], "padded-dataset")])
+def test_batching_round_trips_from_the_command_line_to_the_cells(monkeypatch, tmp_path, argv,
+                                                                  batching):
+    from mzattn.repro import runner
+    ran = {}
+
+    def run_table(spec, profile, models, columns, seeds, out, options, batching):
+        ran["cells"] = runner.grid(spec, profile, models, columns, seeds, batching)
+        return []
+    monkeypatch.setattr(runner, "run_table", run_table)
+    assert main(["table3", "--profile", "smoke", "--out", str(tmp_path), *argv]) == 0
+    assert {cell.batching for cell in ran["cells"]} == {batching}
+
+
+def test_an_unknown_batching_is_refused_before_any_work(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["table3", "--profile", "smoke", "--batching", "pad", "--out", str(tmp_path)])
+    assert "invalid choice: 'pad'" in capsys.readouterr().err and not list(tmp_path.iterdir())

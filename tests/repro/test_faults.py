@@ -218,6 +218,8 @@ def test_a_truncated_last_checkpoint_is_set_aside_and_the_cell_restarts(
     ('{"version": 0, "status": "ok", "cell_id": "x", "config": {}}', "record version 0"),
     ('{"version": 1, "status": "ok", "cell_id": "x", "profile": "smoke", '
      '"config": {"row": "Standard", "column": "fast"}}', "ok record without 'metrics'"),
+    ('{"version": 1, "status": "failed", "cell_id": "x", "config": {"row": "Standard", '
+     '"column": "fast", "batching": "pad"}}', "batching 'pad' is not one of masked, padded"),
 ])
 def test_unusable_records_are_named_set_aside_and_rerun(tmp_path, options, capsys, text,
                                                         problem):
