@@ -1,5 +1,5 @@
 """On a CUDA device: every registry model gives the CPU's outputs and
-gradients, bf16 autocast trains, and Mamba + PMA's 'auto' scan is mambapy's
+gradients, bf16 autocast trains every one of them, and Mamba + PMA's 'auto' scan is mambapy's
 parallel one. Skipped where no CUDA device is visible."""
 import copy
 import math
@@ -38,10 +38,14 @@ def test_cuda_matches_cpu(name):
     assert_same_outputs_and_grads(got, expected, atol=1e-4, rtol=1e-3)
 
 
-@pytest.mark.parametrize('name', ['standard', 'mz-full'])
+#: Models whose loss must halve in the bf16 test (every other one must decrease).
+HALVES = ('standard', 'mz-full')
+
+
+@pytest.mark.parametrize('name', list_models())
 def test_bf16_autocast_trains(name):
     torch.manual_seed(0)
-    model = build_model(name, 3, 2).cuda()
+    model = build_model(name, 3, 2, **OVERRIDES.get(name, {})).cuda()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x, batch, target = X.cuda(), BATCH.cuda(), torch.randn(4, 2, device='cuda')
     losses = []
@@ -54,7 +58,7 @@ def test_bf16_autocast_trains(name):
         optimizer.step()
         losses.append(loss.item())
     assert all(math.isfinite(loss) for loss in losses)
-    assert losses[-1] < 0.5 * losses[0]
+    assert losses[-1] < (0.5 if name in HALVES else 1.0) * losses[0]
 
 
 def test_mamba_auto_scan_is_the_parallel_one_and_agrees_with_the_sequential_one(monkeypatch):
