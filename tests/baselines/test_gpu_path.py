@@ -7,9 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 from mzattn.baselines import build_model, list_models
+from mzattn.bench.dispatch import count_host_syncs
 
 from mzlayers import SetLayout
-from tests.mzlayers.host_syncs import count_host_syncs
 
 from .helpers import in_channels, prediction, ragged_batch
 

@@ -3,10 +3,10 @@ name the argument, no input error for a NaN made inside a block."""
 import pytest
 import torch
 from mzattn.baselines import build_model, list_models
+from mzattn.bench.dispatch import count_host_syncs
 
 from mzlayers import ISAB, MZISAB, MZSAB, SetLayout, build_set_transformer
 from mzlayers.validate import MAX_DIM_SIZE
-from tests.mzlayers.host_syncs import count_host_syncs
 
 X = torch.randn(9, 3, generator=torch.Generator().manual_seed(0))
 BATCH = torch.tensor([0, 0, 0, 1, 1, 1, 1, 3, 3])  # set 2 is empty

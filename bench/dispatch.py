@@ -1,5 +1,9 @@
-r"""Counting the device-to-host reads of a forward pass."""
+r"""Counting what a step dispatches: the aten operators (each a kernel
+launch or more on a GPU, :func:`count_ops`) and the host synchronisations
+(:func:`count_host_syncs`), on any device, CPU included.  The tests and
+:mod:`.step_profile` use them."""
 import contextlib
+from collections import Counter
 from dataclasses import dataclass, field
 
 import torch
@@ -51,6 +55,25 @@ class _Mode(TorchDispatchMode):
             self.count.ops.append(func.overloadpacket.__name__)
         self.count.copies += _from_host_data(func, args)
         return func(*args, **(kwargs or {}))
+
+
+class _OpCounter(TorchDispatchMode):
+    def __init__(self, ops: Counter):
+        super().__init__()
+        self.ops = ops
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops[func.overloadpacket.__name__] += 1
+        return func(*args, **(kwargs or {}))
+
+
+@contextlib.contextmanager
+def count_ops():
+    r"""Counts the aten operators dispatched inside the block, by name
+    (:obj:`sum(counter.values())` is the total)."""
+    ops = Counter()
+    with _OpCounter(ops):
+        yield ops
 
 
 @contextlib.contextmanager
