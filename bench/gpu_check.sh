@@ -7,7 +7,7 @@
 #
 # writes OUTDIR/gpu_check_<device>.json (e.g. gpu_check_nvidia-h200.json) and the logs and raw
 # suite outputs under OUTDIR/gpu_check_<device>/.  With `cpu` it runs the CPU-capable parts at
-# a small size (about two minutes on a free core) and says which CUDA parts it skipped.
+# a small size (about three minutes on our shared 2-core VM) and says which CUDA parts it skipped.
 # Where the package is not installed (a lent machine without network), mzattn/{baselines,
 # datasets,repro,bench} are linked to the top-level folders and the root goes on PYTHONPATH.
 set -u

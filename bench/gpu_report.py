@@ -4,7 +4,8 @@ r"""The JSON and the Markdown of the GPU check (:file:`bench/gpu_check.sh`).
 
     python -m mzattn.bench.gpu_report slug cuda|cpu          # the device's file-name part
     python -m mzattn.bench.gpu_report collect FOLDER --out gpu_check_<device>.json
-    python -m mzattn.bench.gpu_report render gpu_check_<device>.json [--readme docs/benchmarks.md]
+    python -m mzattn.bench.gpu_report render bench/results/gpu_check_*.json \
+        [--readme docs/benchmarks.md]
 
 :func:`collect` gathers what the check's stages left in :obj:`FOLDER`
 (:file:`stages.tsv`, the tests' JUnit XML, :file:`step_profile.json`, the
@@ -135,8 +136,8 @@ def main(argv: list[str] | None = None) -> None:
     p = sub.add_parser('collect', help="one JSON of a check's folder")
     p.add_argument('folder')
     p.add_argument('--out', required=True)
-    p = sub.add_parser('render', help='Markdown of a JSON (or splice it into --readme)')
-    p.add_argument('json')
+    p = sub.add_parser('render', help='Markdown of JSON files (or splice it into --readme)')
+    p.add_argument('json', nargs='+')
     p.add_argument('--readme', default=None)
     args = parser.parse_args(argv)
     if args.command == 'slug':
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == 'collect':
         write_text_atomic(args.out, json.dumps(collect(args.folder), indent=1) + '\n')
     else:
-        text = render(_json(args.json))
+        text = '\n\n'.join(render(_json(path)) for path in sorted(args.json))
         if args.readme:
             splice_readme(args.readme, text, BEGIN, END)
         else:
