@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check (issue 34, docs/benchmarks.md "GPU check"): tests/cuda, the per-step profile of
 # every registry model, the set_pooling and table30 suites, and one paper-protocol cell, each
-# under its own time limit (at most 7.8 minutes in all), then one JSON of everything:
+# under its own time limit (at most 7.7 minutes in all), then one JSON of everything:
 #
 #   bash bench/gpu_check.sh [OUTDIR] [cuda|cpu]     (make gpu-check: OUTDIR = bench/results)
 #
@@ -35,14 +35,14 @@ skip() { echo "=== $1: skipped ($2)" | tee -a "$LOG"; printf '%s\t0\tskipped\t0\
 
 { nvidia-smi 2>/dev/null || true; "$PY" -c "import torch, torch_geometric; print('torch', torch.__version__, 'pyg', torch_geometric.__version__)"; } >>"$LOG" 2>&1
 if [ "$DEVICE" = cuda ]; then
-  stage tests_cuda 130 "$PY" -m pytest -q -p no:cacheprovider tests/cuda -o addopts="" -rfE \
+  stage tests_cuda 120 "$PY" -m pytest -q -p no:cacheprovider tests/cuda -o addopts="" -rfE \
     --junitxml="$W/tests_cuda.xml"
   stage step_profile 100 "$PY" -m mzattn.bench.step_profile --device cuda --steps 10 \
     --out "$W/step_profile.json"
   stage set_pooling 100 "$PY" -m mzattn.repro bench --suites set_pooling --device cuda \
     --repeats 5 --out "$W"
   stage table30 80 "$PY" -m mzattn.repro bench --suites table30 --device cuda --repeats 5 --out "$W"
-  stage cell 45 "$PY" -m mzattn.repro table3 --profile full --device cuda --columns d=8 \
+  stage cell 60 "$PY" -m mzattn.repro table3 --profile full --device cuda --columns d=8 \
     --models standard --seeds 1 --jobs 1 --cells-per-gpu 1 --threads 1 --out "$W/cell" --no-progress
 else
   skip tests_cuda 'no CUDA device: tests/cuda needs one'

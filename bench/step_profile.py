@@ -16,6 +16,7 @@ the forward).
 import argparse
 import json
 import time
+from collections.abc import Iterator
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -103,21 +104,19 @@ def _cuda_counts(step, device, steps: int = 3) -> dict:
             'memcpy': per_step('cudaMemcpy')}
 
 
-def profile_models(names: list[str], device: torch.device, steps: int) -> list[dict]:
+def profile_models(names: list[str], device: torch.device, steps: int) -> Iterator[dict]:
     r"""The rows of :func:`profile_model` for :obj:`names` and the variants
-    of :obj:`VARIANT_MODELS`; a model that fails gets a row with its error."""
+    of :obj:`VARIANT_MODELS`, one by one; a model that fails gets a row
+    with its error."""
     data = make_batch(device)
     jobs = [(n, {}) for n in names] + [(n, v) for n in VARIANT_MODELS if n in names
                                        for v in ({'bf16': True}, {'plain': True})]
-    rows = []
     for name, variant in jobs:
         try:
-            rows.append(profile_model(name, device, data, steps, **variant))
+            yield profile_model(name, device, data, steps, **variant)
         except Exception as error:  # noqa: BLE001 - reported in the JSON, the rest still run
-            rows.append({'model': name + ''.join(f'+{k}' for k in variant),
-                         'error': f'{type(error).__name__}: {error}'[:300]})
-        print(json.dumps(rows[-1]), flush=True)
-    return rows
+            yield {'model': name + ''.join(f'+{k}' for k in variant),
+                   'error': f'{type(error).__name__}: {error}'[:300]}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -137,9 +136,12 @@ def main(argv: list[str] | None = None) -> None:
     result = {'suite': 'step_profile', 'device': str(device),
               'environment': environment(device),
               'batch': {'sets': NUM_SETS, 'sizes': [MIN_SIZE, MAX_SIZE], 'features': FEATURES},
-              'rows': profile_models(names, device, args.steps)}
-    if args.out:
-        write_text_atomic(args.out, json.dumps(result, indent=1) + '\n')
+              'rows': []}
+    for row in profile_models(names, device, args.steps):
+        print(json.dumps(row), flush=True)
+        result['rows'].append(row)
+        if args.out:  # after every row: a stage stopped by its time limit keeps what it made
+            write_text_atomic(args.out, json.dumps(result, indent=1) + '\n')
 
 
 if __name__ == '__main__':
