@@ -4,6 +4,7 @@ from torch import Tensor
 from torch.nn import Linear, ModuleList, Parameter
 
 from mzlayers import MAB, SAB, PoolingHead
+from mzlayers.layout import SetLayout
 from mzlayers.validate import parameter_dtype, resolve_input
 
 
@@ -94,9 +95,10 @@ class Perceiver(torch.nn.Module):
             block.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+                dim_size: int | None = None, *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> Tensor:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
-                                  dtype=parameter_dtype(self))
+                                  layout=layout, dtype=parameter_dtype(self))
         latent_layout = layout.pooled(self.num_latents)
         h = self.lin_in(x)
         z = self.latents  # [m, d], shared by all sets before the first block

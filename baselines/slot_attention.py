@@ -108,9 +108,10 @@ class SlotAttention(torch.nn.Module):
         return layout.sum(attn.unsqueeze(-1) * v.unsqueeze(1))  # [B, K, d]
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+                dim_size: int | None = None, *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> Tensor:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
-                                  dtype=parameter_dtype(self))
+                                  layout=layout, dtype=parameter_dtype(self))
         h = self.norm_in(self.lin_in(x).relu())
         k, v = self.lin_k(h), self.lin_v(h)
         B, K, d = layout.num_sets, self.num_slots, self.channels

@@ -224,9 +224,10 @@ class MZSetTransformer(torch.nn.Module):
         self.head.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None, dim_size: int | None = None,
-                *, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+                *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> tuple[Tensor, Tensor]:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
-                                  dtype=parameter_dtype(self))
+                                  layout=layout, dtype=parameter_dtype(self))
         z = self.encoder(x, layout)
         B = layout.num_sets
         width = self.encoder.num_seed_points * self.channels  # [B * k, d] -> [B, k * d]

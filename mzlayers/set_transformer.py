@@ -5,6 +5,7 @@ from torch import Tensor
 from torch.nn import Linear, ModuleList
 
 from mzlayers.blocks import ISAB, AttentionFactory
+from mzlayers.layout import SetLayout
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.pooling_head import PoolingHead
 from mzlayers.validate import parameter_dtype, resolve_input
@@ -114,9 +115,10 @@ class SetTransformer(torch.nn.Module):
         self.head.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+                dim_size: int | None = None, *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> Tensor:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
-                                  dtype=parameter_dtype(self))
+                                  layout=layout, dtype=parameter_dtype(self))
         h = self.lin_in(x)
         for encoder in self.encoders:
             h = encoder(h, layout=layout)

@@ -13,6 +13,7 @@ import torch
 from mzattn.datasets.batching import check_batching
 from mzattn.datasets.padding import PadSets, largest_set
 from torch.utils.data import Dataset, Sampler
+from torch_geometric.data import Batch
 from torch_geometric.loader import DataLoader
 
 
@@ -217,6 +218,20 @@ class SetDataModule(pl.LightningDataModule):
 
     def test_dataloader(self) -> DataLoader:
         return self._loader(2)
+
+    def on_before_batch_transfer(self, batch, dataloader_idx: int):
+        r"""Adds :obj:`set_sizes`, the number of elements of every set as a
+        host list, to a collated batch while it is still on the CPU, and
+        checks that its features are finite there: the model's layout
+        (:meth:`~mzlayers.layout.SetLayout.from_sizes`) then needs no device
+        read in the training step."""
+        if isinstance(batch, Batch) and "set_sizes" not in batch:
+            if batch.x.is_floating_point() and not torch.isfinite(batch.x).all():
+                bad = batch.batch[~torch.isfinite(batch.x).all(-1)].unique().tolist()
+                raise ValueError(f"The features 'x' of sets {bad[:10]} of a {self.task} "
+                                 f"batch contain NaN or infinite values")
+            batch.set_sizes = batch.ptr.diff().tolist()
+        return batch
 
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}({self.task}, seed={self.seed}, "

@@ -8,6 +8,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import Accuracy, MeanMetric, MeanSquaredError, MetricCollection, R2Score
 
+from mzlayers.layout import SetLayout
+
 LOSSES = ("mse", "cross_entropy", "gaussian_nll")
 r"""Supported objectives: set regression, set classification and a Gaussian
 likelihood head (mean and variance per target, App. D.5)."""
@@ -49,6 +51,16 @@ def target_variance(r2: R2Score) -> list[float]:
         mean = r2.sum_error / total
         variance = (r2.sum_squared_error - r2.sum_error * mean) / total
     return variance.reshape(-1).tolist()
+
+
+def batch_layout(data) -> SetLayout | None:
+    r"""The :class:`~mzlayers.layout.SetLayout` of a collated PyG batch that
+    carries its host :obj:`set_sizes` (added by
+    :meth:`~mzattn.repro.datamodule.SetDataModule.on_before_batch_transfer`),
+    else :obj:`None` (the model then reads the sizes from the device)."""
+    if "set_sizes" not in data:
+        return None
+    return SetLayout.from_sizes(data.batch, data.set_sizes, data.ptr)
 
 
 class SetModule(pl.LightningModule):
@@ -137,15 +149,18 @@ class SetModule(pl.LightningModule):
         return MetricCollection(metrics)
 
     # -------------------------------------------------------------- model
-    def forward(self, x: Tensor, batch: Tensor, dim_size: int | None = None) -> Tensor:
+    def forward(self, x: Tensor, batch: Tensor, dim_size: int | None = None,
+                layout: SetLayout | None = None) -> Tensor:
         r"""The model's prediction :obj:`[B, out]` (the first entry of a
-        tuple output). Floating-point features are cast to the module's
-        dtype: Lightning's :obj:`"64-true"`, :obj:`"16-true"` and
+        tuple output), given the batch's :obj:`layout` when it is known (no
+        device read in the model). Floating-point features are cast to the
+        module's dtype: Lightning's :obj:`"64-true"`, :obj:`"16-true"` and
         :obj:`"bf16-true"` precisions convert the parameters but not the
         tensors of a PyG batch."""
         if x.is_floating_point() and x.dtype != self.dtype:
             x = x.to(self.dtype)
-        out = self.model(x, batch, dim_size=dim_size)
+        options = {} if layout is None else {"layout": layout}
+        out = self.model(x, batch, dim_size=dim_size, **options)
         return out[0] if isinstance(out, tuple) else out
 
     def denormalize(self, y: Tensor) -> Tensor:
@@ -160,7 +175,7 @@ class SetModule(pl.LightningModule):
 
     # ---------------------------------------------------------- training
     def _step(self, data, stage: str) -> Tensor:
-        out = self(data.x, data.batch, dim_size=data.num_graphs).float()
+        out = self(data.x, data.batch, dim_size=data.num_graphs, layout=batch_layout(data)).float()
         y = data.y
         metrics = self.metrics[f"{stage}_metrics"]
         if self.loss_name == "cross_entropy":
