@@ -5,6 +5,8 @@
 #
 #   bash bench/gpu_check.sh [OUTDIR] [cuda|cpu]     (make gpu-check: OUTDIR = bench/results)
 #
+# GPU_CHECK_STAGES=tests_cuda,step_profile runs only the stages it names (a loan with little
+# time left); the others are recorded as skipped.
 # writes OUTDIR/gpu_check_<device>.json (e.g. gpu_check_nvidia-h200.json) and the logs and raw
 # suite outputs under OUTDIR/gpu_check_<device>/.  With `cpu` it runs the CPU-capable parts at
 # a small size (about three minutes on our shared 2-core VM) and says which CUDA parts it skipped.
@@ -27,6 +29,10 @@ W=$OUT/gpu_check_$SLUG; mkdir -p "$W"; LOG=$W/log.txt; : >"$LOG"; : >"$W/stages.
 T0=$(date +%s)
 stage() {  # stage NAME LIMIT_S COMMAND...: runs COMMAND under `timeout`, logs and times it
   local name=$1 limit=$2 start rc; shift 2
+  case ",${GPU_CHECK_STAGES:-$name}," in  # GPU_CHECK_STAGES=tests_cuda,step_profile: only those
+    *",$name,"*) ;;
+    *) skip "$name" "not in GPU_CHECK_STAGES"; return ;;
+  esac
   start=$(date +%s); echo "=== [$((start - T0))s] $name (limit ${limit}s)" | tee -a "$LOG"
   timeout -k 10 "$limit" "$@" >>"$LOG" 2>&1; rc=$?
   printf '%s\t%s\t%s\t%s\n' "$name" "$(( $(date +%s) - start ))" "$rc" "$limit" >>"$W/stages.tsv"
