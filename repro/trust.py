@@ -26,8 +26,11 @@ import math
 import os.path as osp
 from typing import Any
 
+from mzattn.datasets.batching import BATCHINGS
+
 from .cells import Cell, metrics_digest, stale_problem
 from .spec import TableSpec
+from .twins import batching_of
 
 R2_TOLERANCE = 1e-4
 r"""Largest gap, relative to :math:`\max(1, \text{MSE}/\text{var})`, between
@@ -74,9 +77,12 @@ def _identity(spec: TableSpec, record: dict[str, Any], path: str) -> str | None:
     seed = config.get("seed")
     if not isinstance(seed, int) or isinstance(seed, bool):
         return f"seed {seed!r} is not an integer"
-    cell_id = Cell(spec.key, row, column, seed).cell_id
+    batching = batching_of(config)
+    if batching not in BATCHINGS:
+        return f"batching {batching!r} is not one of {', '.join(BATCHINGS)}"
+    cell_id = Cell(spec.key, row, column, seed, batching).cell_id
     if cell_id != name:
-        return f"its row, column and seed are cell {cell_id!r}'s, not {name!r}'s"
+        return f"its row, column, seed and batching are cell {cell_id!r}'s, not {name!r}'s"
     if config.get("table") != spec.key:
         problem = stale_problem(spec, record) or stale_problem(table, record)
         if problem is not None:

@@ -151,7 +151,7 @@ def test_a_record_of_another_cell_copied_in_is_set_aside(out):
         record["cell_id"] = f"{SPEC.rows[1].label}__d_8__s0"
     _edit(cell_path(out, Cell(SPEC.key, SPEC.rows[1], COLUMN, 0)), rename)
     (line,) = Results.load(SPEC, out).set_aside
-    assert line.endswith("its row, column and seed are cell 'Standard__d_8__s0''s, "
+    assert line.endswith("its row, column, seed and batching are cell 'Standard__d_8__s0''s, "
                          f"not '{SPEC.rows[1].label}__d_8__s0''s")
 
 
