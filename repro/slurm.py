@@ -68,7 +68,17 @@ class CellJob(submitit.helpers.Checkpointable):
             if stop.signum != preemption or not callable(requeue):
                 raise
             print(f"[mzattn-repro] {stop}; the job is requeued", file=sys.stderr, flush=True)
-        requeue(preemption, None)  # checkpoints this job, `scontrol requeue`, exits
+        try:
+            requeue(preemption, None)  # checkpoints this job, `scontrol requeue`, exits
+        except subprocess.CalledProcessError as error:
+            if error.returncode >= 0:
+                raise
+            # SLURM ends the job step as soon as it requeues the job, and `scontrol requeue`,
+            # a process of that step, can end with it before it has exited
+            name = signal.Signals(-error.returncode).name
+            print(f"[mzattn-repro] `scontrol requeue` ended by {name} with the job step: the "
+                  "job is being requeued", file=sys.stderr, flush=True)
+            sys.exit(-1)  # as submitit exits after a requeue
         raise RuntimeError("submitit did not requeue the preempted job")
 
 

@@ -3,6 +3,9 @@ the cell's own JSON record, never from submitit's result pickles
 (:obj:`{out}/{table}/slurm/` travels with the results)."""
 import os
 import pickle
+import signal
+import subprocess
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -61,3 +64,43 @@ def test_a_job_that_ended_without_a_record_names_its_log(tmp_path):
     status, reason = slurm._outcome(run, job, SlurmOptions())
     assert status == "failed" and "ImportError: no module named torch" in reason
     assert str(job.paths.stderr) in reason and not (tmp_path / "ran").exists()
+
+
+class _Preempted:
+    r"""A run that SLURM preempts: SIGUSR2 arrives while it works."""
+    cell = None
+
+    def __call__(self) -> str:
+        os.kill(os.getpid(), signal.SIGUSR2)
+        time.sleep(5)
+        return "ok"
+
+
+def _requeue_with(monkeypatch, requeue) -> None:
+    # submitit's handler, as it is installed in a SLURM task before the job runs
+    monkeypatch.setattr(signal, "getsignal", lambda signum: requeue)
+
+
+def test_a_preempted_cell_stops_before_submitit_requeues_it(monkeypatch):
+    calls = []
+
+    def requeue(signum, frame):
+        # outside the cell's stop block: SIGTERM (SLURM ending the step) is submitit's again
+        calls.append((signum, signal.signal(signal.SIGTERM, signal.SIG_DFL)))
+        raise SystemExit(-1)  # submitit: `scontrol requeue`, then exit
+    before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _requeue_with(monkeypatch, requeue)
+    with pytest.raises(SystemExit):
+        slurm.CellJob(_Preempted())()
+    signal.signal(signal.SIGTERM, before)
+    assert calls == [(signal.SIGUSR2, signal.SIG_DFL)]
+
+
+def test_scontrol_ended_with_the_step_it_requeued_is_a_requeue(monkeypatch, capsys):
+    def requeue(signum, frame):
+        raise subprocess.CalledProcessError(-signal.SIGTERM, ["scontrol", "requeue", "9"])
+    _requeue_with(monkeypatch, requeue)
+    with pytest.raises(SystemExit) as info:
+        slurm.CellJob(_Preempted())()
+    assert info.value.code == -1
+    assert "`scontrol requeue` ended by SIGTERM with the job step" in capsys.readouterr().err
