@@ -1,3 +1,4 @@
+import dataclasses
 import errno
 import glob
 import importlib.util
@@ -27,8 +28,8 @@ from mzattn.repro.cells import (
 from mzattn.repro.checkpoints import safe_load
 from mzattn.repro.faults import NoSpace, atomic_write_text
 from mzattn.repro.report import write_report
+from mzattn.repro.runner import EXIT_BUSY, run_table
 from mzattn.repro.runner import main as run_main
-from mzattn.repro.runner import run_table
 from mzattn.repro.spec import TableSpec
 
 SCRIPT = osp.join(osp.dirname(__file__), "faulty_table.py")
@@ -43,9 +44,9 @@ def _cell(column: str, spec: TableSpec = SPEC) -> Cell:
     return Cell("tiny", spec.rows[0], col, 0)
 
 
-def _start(out: str, data_root: str, columns: str, **env: str) -> subprocess.Popen:
+def _start(out: str, data_root: str, columns: str, *args: str, **env: str) -> subprocess.Popen:
     command = [sys.executable, SCRIPT, "--profile", "smoke", "--out", out, "--device", "cpu",
-               "--no-progress", "--data-root", data_root, "--columns", columns]
+               "--no-progress", "--data-root", data_root, "--columns", columns, *args]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "OMP_NUM_THREADS": "1", **env})
 
@@ -167,6 +168,109 @@ def test_stop_on_signals_restores_the_handlers():
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)
     assert info.value.exit_status == 143 and signal.getsignal(signal.SIGTERM) is before
+
+
+# ------------------------------------------------------------ --jobs N
+def _workers(pid: int) -> list[int]:
+    # the pool workers (spawned children) of process pid
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        children = [int(child) for child in f.read().split()]
+    return [child for child in children if "spawn_main" in _cmdline(child)]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode()
+    except OSError:  # it ended
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:  # a zombie (ended, not yet reaped by whoever adopted it) is not alive
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _pooled_slow_cells(out: str, data_root: str) -> tuple[subprocess.Popen, list[int]]:
+    # a --jobs 2 run of two slow cells, once both have trained an epoch, and its workers
+    proc = _start(out, data_root, "slow", "--seeds", "0,1", "--jobs", "2")
+    cells = [_cell("slow"), dataclasses.replace(_cell("slow"), seed=1)]
+    deadline = time.monotonic() + 300
+    while min(_epochs_logged(out, cell) for cell in cells) < 1:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.5)
+    workers = _workers(proc.pid)
+    assert len(workers) == 2
+    return proc, workers
+
+
+needs_proc = pytest.mark.skipif(not osp.isdir("/proc/self/task"), reason="reads /proc (Linux)")
+
+
+@needs_proc
+def test_kill_9_of_a_pooled_run_ends_its_workers(tmp_path, data_root):
+    out = str(tmp_path)
+    proc, workers = _pooled_slow_cells(out, data_root)
+    proc.kill()
+    _, stderr = proc.communicate(timeout=60)  # EOF: the workers, which share the pipe, ended
+    deadline = time.monotonic() + 10
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(map(_alive, workers)), [_cmdline(pid) for pid in workers]
+    assert "Traceback" not in stderr, stderr
+    for seed in (0, 1):  # each worker stopped its cell as a table run does
+        assert f"SIGTERM: stopped cell Standard__slow__s{seed} of tiny" in stderr
+        assert osp.exists(osp.join(out, "tiny", "ckpt", f"Standard__slow__s{seed}", "last.ckpt"))
+
+
+@needs_proc
+def test_sigterm_stops_a_pooled_run_cleanly(tmp_path, data_root):
+    out = str(tmp_path)
+    proc, workers = _pooled_slow_cells(out, data_root)
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and time.monotonic() - start < 60
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+    assert not any(map(_alive, workers))
+    assert stderr.strip().endswith("[mzattn-repro] stopped by SIGTERM")
+    for seed in (0, 1):
+        assert f"SIGTERM: stopped cell Standard__slow__s{seed} of tiny" in stderr
+
+
+def _hold_locks(out: str, cells: list[Cell]) -> subprocess.Popen:
+    # another run: a live process that holds the locks of cells
+    paths = [lock_path(out, cell) for cell in cells]
+    for path in paths:
+        os.makedirs(osp.dirname(path), exist_ok=True)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import time; from filelock import FileLock; "
+        f"locks = [FileLock(p) for p in {paths!r}]; [lock.acquire() for lock in locks]; "
+        "print('held', flush=True); time.sleep(600)")], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_rerun_that_finds_its_cells_busy_does_not_exit_0(tmp_path, data_root, jobs):
+    out = str(tmp_path)
+    cells = [_cell("fast"), dataclasses.replace(_cell("fast"), seed=1)]
+    holder = _hold_locks(out, cells)
+    try:
+        proc = _start(out, data_root, "fast", "--seeds", "0,1", "--jobs", jobs)
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == EXIT_BUSY, stderr
+    busy = [line for line in stderr.splitlines() if "not run" in line]
+    assert busy == ["[mzattn-repro] 2 of 2 cells not run: another run holds their locks "
+                    "(tiny/Standard__fast__s0, tiny/Standard__fast__s1); wait for it to end, "
+                    "or stop it, then rerun the same command"]
+    assert all(read_record(cell_path(out, cell)) is None for cell in cells)
 
 
 # ------------------------------------------------------- two runs, one --out
