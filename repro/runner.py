@@ -129,8 +129,13 @@ def main(spec: TableSpec, argv: list[str] | None = None, prog: str | None = None
     [--profile quick] ...`, or of :obj:`mzattn-repro TABLE` with
     :obj:`prog` set to that."""
     parser = table_parser(prog or spec.key, spec.title)
+    args = parser.parse_args(argv)
+    try:  # unknown --models or --columns: a usage error, before anything runs
+        grid(spec, args.profile, args.models, args.columns, args.seeds)
+    except ValueError as error:
+        parser.error(str(error))
     try:
-        return run_from_args(spec, parser.parse_args(argv))
+        return run_from_args(spec, args)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
