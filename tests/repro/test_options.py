@@ -41,7 +41,7 @@ def _usage_error(capsys, argv: list[str]) -> str:
     (["--slurm-array-parallelism", "0"],
      "argument --slurm-array-parallelism: must be at least 1 (got 0)"),
     (["--models", "mz-ful"], "did you mean 'mz-full'"),
-    (["--columns", "d=9"], "unknown columns"),
+    (["--columns", "d=9"], "unknown 'columns' ['d=9']; did you mean 'd=8'?"),
 ])
 def test_a_bad_option_is_a_usage_error_before_anything_is_written(tmp_path, capsys, argv,
                                                                    message):
