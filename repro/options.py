@@ -215,10 +215,10 @@ def parse_seeds(text: str) -> list[int]:
     try:
         seeds = [int(seed) for seed in parse_names(text)]
     except ValueError as error:
-        raise argparse.ArgumentTypeError(f"'--seeds' must be integers (got {text!r})") from error
+        raise argparse.ArgumentTypeError(f"must be integers (got {text!r})") from error
     if not seeds or min(seeds) < 0 or len(set(seeds)) < len(seeds):
         raise argparse.ArgumentTypeError(
-            f"'--seeds' must be distinct integers >= 0, at least one (got {text!r})")
+            f"must be distinct integers >= 0, at least one (got {text!r})")
     return seeds
 
 

@@ -25,9 +25,10 @@ def _usage_error(capsys, argv: list[str]) -> str:
 @pytest.mark.parametrize("argv, message", [
     (["--threads", "0"], "argument --threads: must be at least 1 (got 0)"),
     (["--threads", "two"], "argument --threads: 'two' is not a number"),
-    (["--seeds", "-1"], "'--seeds' must be distinct integers >= 0, at least one (got '-1')"),
-    (["--seeds", "0,0"], "'--seeds' must be distinct integers >= 0"),
-    (["--seeds", ","], "'--seeds' must be distinct integers >= 0"),
+    (["--seeds", "-1"],
+     "argument --seeds: must be distinct integers >= 0, at least one (got '-1')"),
+    (["--seeds", "0,0"], "argument --seeds: must be distinct integers >= 0"),
+    (["--seeds", ","], "argument --seeds: must be distinct integers >= 0"),
     (["--precision", "8"], "argument --precision: Precision '8' is invalid"),
     (["--num-workers", "-1"], "argument --num-workers: must be at least 0 (got -1)"),
     (["--num-nodes", "0"], "argument --num-nodes: must be at least 1 (got 0)"),
