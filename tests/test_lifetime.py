@@ -1,10 +1,11 @@
-import os.path as osp
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
+
+from tests.processes import alive, needs_proc
 
 CHILD = ("import os, signal, sys, time; from mzattn.lifetime import die_with_parent; "
          "die_with_parent(os.getppid(), signal.SIGTERM, watchdog={watchdog}); "
@@ -14,25 +15,17 @@ PARENT = ("import subprocess, sys; child = subprocess.Popen([sys.executable, '-c
           "flush=True); child.wait()")
 
 
-def _alive(pid: int) -> bool:
-    try:  # a zombie (ended, not yet reaped by whoever adopted it) is not alive
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not osp.isdir("/proc/self"), reason="reads /proc (Linux)")
+@needs_proc
 @pytest.mark.parametrize("watchdog", [None, True])  # prctl on Linux; the polling fallback
 def test_a_child_ends_when_its_parent_is_killed(watchdog):
     parent = subprocess.Popen(
         [sys.executable, "-c", PARENT.format(child=CHILD.format(watchdog=watchdog))],
         stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
-    assert _alive(child)
+    assert alive(child)
     parent.send_signal(signal.SIGKILL)  # no handler of the parent runs
     parent.wait()
     deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(child)
+    assert not alive(child)

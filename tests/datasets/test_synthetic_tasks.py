@@ -10,6 +10,8 @@ from mzattn.datasets.synthetic import generation, geometry, statistics
 from mzattn.datasets.synthetic.generation import generate_chunk, generate_split
 from mzattn.datasets.synthetic.tasks import ALIASES, SWEEPS, TASKS, canonical_name, get_config
 
+from tests.processes import alive, children, needs_proc
+
 
 def _samples(name, count=12, split="train", seed=0, **overrides):
     """float64 sets straight from the generator (the stored ones are float32)."""
@@ -162,32 +164,19 @@ generation.generate_split("meb", get_config("meb", num_train=40_000), 0, "train"
 """
 
 
-def _children(pid):
-    with open(f"/proc/{pid}/task/{pid}/children") as f:
-        return [int(child) for child in f.read().split()]
-
-
-def _alive(pid):
-    try:  # a zombie (ended, not yet reaped by whoever adopted it) is not alive
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _generating():
     # a process generating a split on two workers, in its own process group, and its workers
     proc = subprocess.Popen([sys.executable, "-c", GENERATES], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stdout.readline().strip() == "start"
     deadline = time.monotonic() + 60
-    while len(_children(proc.pid)) < 2:
+    while len(children(proc.pid)) < 2:
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.1)
-    return proc, _children(proc.pid)
+    return proc, children(proc.pid)
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc (Linux)")
+@needs_proc
 def test_sigterm_to_the_process_group_stops_parallel_generation_cleanly():
     # Python 3.11's pool broke (its workers died of the signal), printed InvalidStateError
     # tracebacks and hung at exit
@@ -195,18 +184,18 @@ def test_sigterm_to_the_process_group_stops_parallel_generation_cleanly():
     os.killpg(proc.pid, signal.SIGTERM)  # as a scheduler or a terminal signals a job
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143 and "Traceback" not in stderr, stderr
-    assert not any(map(_alive, workers))
+    assert not any(map(alive, workers))
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc (Linux)")
+@needs_proc
 def test_generation_workers_end_with_a_killed_parent():
     proc, workers = _generating()
     proc.kill()
     proc.communicate(timeout=60)
     deadline = time.monotonic() + 5
-    while any(map(_alive, workers)) and time.monotonic() < deadline:
+    while any(map(alive, workers)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(map(_alive, workers))
+    assert not any(map(alive, workers))
 
 
 def test_alias_and_sweeps():

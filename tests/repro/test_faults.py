@@ -32,6 +32,8 @@ from mzattn.repro.runner import EXIT_BUSY, run_table
 from mzattn.repro.runner import main as run_main
 from mzattn.repro.spec import TableSpec
 
+from tests.processes import alive, children, cmdline, needs_proc
+
 SCRIPT = osp.join(osp.dirname(__file__), "faulty_table.py")
 _spec = importlib.util.spec_from_file_location("faulty_table", SCRIPT)
 faulty_table = importlib.util.module_from_spec(_spec)
@@ -173,25 +175,7 @@ def test_stop_on_signals_restores_the_handlers():
 # ------------------------------------------------------------ --jobs N
 def _workers(pid: int) -> list[int]:
     # the pool workers (spawned children) of process pid
-    with open(f"/proc/{pid}/task/{pid}/children") as f:
-        children = [int(child) for child in f.read().split()]
-    return [child for child in children if "spawn_main" in _cmdline(child)]
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode()
-    except OSError:  # it ended
-        return ""
-
-
-def _alive(pid: int) -> bool:
-    try:  # a zombie (ended, not yet reaped by whoever adopted it) is not alive
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    return [child for child in children(pid) if "spawn_main" in cmdline(child)]
 
 
 def _pooled_slow_cells(out: str, data_root: str) -> tuple[subprocess.Popen, list[int]]:
@@ -207,9 +191,6 @@ def _pooled_slow_cells(out: str, data_root: str) -> tuple[subprocess.Popen, list
     return proc, workers
 
 
-needs_proc = pytest.mark.skipif(not osp.isdir("/proc/self/task"), reason="reads /proc (Linux)")
-
-
 @needs_proc
 def test_kill_9_of_a_pooled_run_ends_its_workers(tmp_path, data_root):
     out = str(tmp_path)
@@ -217,9 +198,9 @@ def test_kill_9_of_a_pooled_run_ends_its_workers(tmp_path, data_root):
     proc.kill()
     _, stderr = proc.communicate(timeout=60)  # EOF: the workers, which share the pipe, ended
     deadline = time.monotonic() + 10
-    while any(map(_alive, workers)) and time.monotonic() < deadline:
+    while any(map(alive, workers)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not any(map(_alive, workers)), [_cmdline(pid) for pid in workers]
+    assert not any(map(alive, workers)), [cmdline(pid) for pid in workers]
     assert "Traceback" not in stderr, stderr
     for seed in (0, 1):  # each worker stopped its cell as a table run does
         assert f"SIGTERM: stopped cell Standard__slow__s{seed} of tiny" in stderr
@@ -235,7 +216,7 @@ def test_sigterm_stops_a_pooled_run_cleanly(tmp_path, data_root):
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 143 and time.monotonic() - start < 60
     assert "Traceback" not in stderr and "Error" not in stderr, stderr
-    assert not any(map(_alive, workers))
+    assert not any(map(alive, workers))
     assert stderr.strip().endswith("[mzattn-repro] stopped by SIGTERM")
     for seed in (0, 1):
         assert f"SIGTERM: stopped cell Standard__slow__s{seed} of tiny" in stderr
