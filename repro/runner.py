@@ -72,16 +72,18 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
 
 
 EXIT_BUSY = 75
-r"""Exit status of a run that left cells to another run holding their locks
-(:obj:`EX_TEMPFAIL`: the same command later goes on)."""
+r"""Exit status of a run that trained nothing because another run holds the
+locks of cells it needs (:obj:`EX_TEMPFAIL`: the same command later goes
+on)."""
 
 
 def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
     r"""Runs :obj:`spec` as parsed by
     :func:`~mzattn.repro.options.add_run_arguments`; the exit
     status is 1 when a cell failed or the disk is full, :obj:`EXIT_BUSY`
-    when cells were left to another run (:func:`exit_status`), 143 / 130
-    after SIGTERM / SIGINT (:mod:`~mzattn.repro.faults`)."""
+    when it trained nothing because another run holds cells
+    (:func:`exit_status`), 143 / 130 after SIGTERM / SIGINT
+    (:mod:`~mzattn.repro.faults`)."""
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     quiet_libraries(args.progress)
@@ -93,7 +95,8 @@ def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
         else:
             records = run_table(spec, args.profile, args.models, args.columns, args.seeds,
                                 args.out, options)
-            statuses = {f"{spec.key}/{r['cell_id']}": r["status"] for r in records}
+            statuses = {f"{spec.key}/{r['cell_id']}": "skipped" if r.get("skipped")
+                        else r["status"] for r in records}
     except RunStopped as stop:  # SIGTERM / SIGINT (143 / 130) or a full disk
         return _stopped(spec, args.out, stop)
     return exit_status(statuses)
@@ -101,18 +104,18 @@ def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
 
 def exit_status(statuses: dict[str, str]) -> int:
     r"""The exit status of a run whose cells (by :obj:`{table}/{cell_id}`)
-    ended as :obj:`statuses`: 1 if one failed, else :obj:`EXIT_BUSY` if
-    one was busy (another process holds its lock; one line names them and
-    says what to do), else 0."""
+    ended as :obj:`statuses` (:class:`~mzattn.repro.launch.CellRun`): 1 if
+    one failed, else :obj:`EXIT_BUSY` if the run trained none and found one
+    busy (another process holds its lock), else 0. Busy cells get one line
+    that names them and says what to do."""
+    busy = sorted(key for key, status in statuses.items() if status == "busy")
+    if busy:
+        print(f"[mzattn-repro] {len(busy)} of {len(statuses)} cells not run: another run holds "
+              f"their locks ({', '.join(busy)}); wait for it to end, or stop it, then rerun "
+              "the same command", file=sys.stderr, flush=True)
     if "failed" in statuses.values():
         return 1
-    busy = sorted(key for key, status in statuses.items() if status == "busy")
-    if not busy:
-        return 0
-    print(f"[mzattn-repro] {len(busy)} of {len(statuses)} cells not run: another run holds "
-          f"their locks ({', '.join(busy)}); wait for it to end, or stop it, then rerun the "
-          "same command", file=sys.stderr, flush=True)
-    return EXIT_BUSY
+    return EXIT_BUSY if busy and "ok" not in statuses.values() else 0
 
 
 def _stopped(spec: TableSpec, out: str, stop: RunStopped) -> int:
