@@ -287,12 +287,15 @@ def run_in_processes(runs: Sequence[Run], slots: Sequence[str | None],
     fresh worker. SIGTERM or SIGINT here is passed on to every worker,
     which stops its cell as a table run does
     (:mod:`~mzattn.repro.faults`), and raises
-    :class:`~mzattn.repro.faults.Interrupted` once they have ended."""
+    :class:`~mzattn.repro.faults.Interrupted` once they have ended (a
+    second signal meanwhile is ignored; a worker that does not stop within
+    :obj:`~mzattn.repro.pool.STOP_GRACE_S` is killed). The workers also
+    end when this process is killed (SIGKILL included)."""
     queue = list(runs)
     progress = Progress("cells", [run.cell for run in queue])
     pool = WorkerPool(slots, threads)
-    try:
-        with stop_on_signals():
+    with stop_on_signals():
+        try:
             pool.start(len(queue))  # the workers warm up together
             while queue or pool.running():
                 for slot in pool.idle()[:len(queue)]:
@@ -305,9 +308,9 @@ def run_in_processes(runs: Sequence[Run], slots: Sequence[str | None],
                     progress.end(ended.job.cell, status)
                     on_done(ended.job.cell, status)
             pool.close()
-    except BaseException as stop:  # Interrupted, or an error of this process: stop the cells
-        pool.stop(stop.signum if isinstance(stop, Interrupted) else signal.SIGTERM)
-        raise
+        except BaseException as stop:  # Interrupted, or an error here: stop the cells
+            pool.stop(stop.signum if isinstance(stop, Interrupted) else signal.SIGTERM)
+            raise
 
 
 def in_process(launch_options: LaunchOptions, options: RunOptions) -> bool:

@@ -78,11 +78,19 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                       keep_checkpoints=args.keep_checkpoints, data_root=args.data_root)
 
 
+EXIT_BUSY = 75
+r"""Exit status of a run that trained nothing because another run holds the
+locks of cells it needs (:obj:`EX_TEMPFAIL`: the same command later goes
+on)."""
+
+
 def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
     r"""Runs :obj:`spec` as parsed by
     :func:`~mzattn.repro.options.add_run_arguments`; the exit
-    status is 1 when a cell failed or the disk is full, 143 / 130 after
-    SIGTERM / SIGINT (:mod:`~mzattn.repro.faults`)."""
+    status is 1 when a cell failed or the disk is full, :obj:`EXIT_BUSY`
+    when it trained nothing because another run holds cells
+    (:func:`exit_status`), 143 / 130 after SIGTERM / SIGINT
+    (:mod:`~mzattn.repro.faults`)."""
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     quiet_libraries(args.progress)
@@ -92,12 +100,30 @@ def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
             cells = grid(spec, args.profile, args.models, args.columns, args.seeds,
                          args.batching)
             statuses = launch(cells, args.profile, args.out, options, launch_options)
-            return int("failed" in statuses.values())
-        records = run_table(spec, args.profile, args.models, args.columns, args.seeds,
-                            args.out, options, args.batching)
+        else:
+            records = run_table(spec, args.profile, args.models, args.columns, args.seeds,
+                                args.out, options, args.batching)
+            statuses = {f"{spec.key}/{r['cell_id']}": "skipped" if r.get("skipped")
+                        else r["status"] for r in records}
     except RunStopped as stop:  # SIGTERM / SIGINT (143 / 130) or a full disk
         return _stopped(spec, args.out, args.batching, stop)
-    return int(any(r["status"] == "failed" for r in records))
+    return exit_status(statuses)
+
+
+def exit_status(statuses: dict[str, str]) -> int:
+    r"""The exit status of a run whose cells (by :obj:`{table}/{cell_id}`)
+    ended as :obj:`statuses` (:class:`~mzattn.repro.launch.CellRun`): 1 if
+    one failed, else :obj:`EXIT_BUSY` if the run trained none and found one
+    busy (another process holds its lock), else 0. Busy cells get one line
+    that names them and says what to do."""
+    busy = sorted(key for key, status in statuses.items() if status == "busy")
+    if busy:
+        print(f"[mzattn-repro] {len(busy)} of {len(statuses)} cells not run: another run holds "
+              f"their locks ({', '.join(busy)}); wait for it to end, or stop it, then rerun "
+              "the same command", file=sys.stderr, flush=True)
+    if "failed" in statuses.values():
+        return 1
+    return EXIT_BUSY if busy and "ok" not in statuses.values() else 0
 
 
 def _stopped(spec: TableSpec, out: str, batching: str, stop: RunStopped) -> int:
@@ -124,8 +150,13 @@ def main(spec: TableSpec, argv: list[str] | None = None, prog: str | None = None
     [--profile quick] ...` (usage names the script), or of
     :obj:`mzattn-repro TABLE` with :obj:`prog` set to that."""
     parser = table_parser(prog or osp.basename(sys.argv[0]), spec.title, run_epilog(spec))
+    args = parser.parse_args(argv)
+    try:  # unknown --models or --columns: a usage error, before anything runs
+        grid(spec, args.profile, args.models, args.columns, args.seeds)
+    except ValueError as error:
+        parser.error(str(error))
     try:
-        return run_from_args(spec, parser.parse_args(argv))
+        return run_from_args(spec, args)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

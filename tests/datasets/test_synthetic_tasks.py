@@ -1,8 +1,16 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pytest
 from mzattn.datasets.synthetic import generation, geometry, statistics
 from mzattn.datasets.synthetic.generation import generate_chunk, generate_split
 from mzattn.datasets.synthetic.tasks import ALIASES, SWEEPS, TASKS, canonical_name, get_config
+
+from tests.processes import alive, children, needs_proc
 
 
 def _samples(name, count=12, split="train", seed=0, **overrides):
@@ -143,6 +151,51 @@ def test_parallel_generation_equals_serial(monkeypatch):
     assert len(parallel) == 30
     assert all(np.array_equal(a.x, b.x) and np.array_equal(a.y, b.y)
                for a, b in zip(serial, parallel, strict=True))
+
+
+GENERATES = """
+import signal, sys
+from mzattn.datasets.synthetic import generation
+from mzattn.datasets.synthetic.tasks import get_config
+generation.PARALLEL_MIN_SECONDS = 0.0
+signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+print("start", flush=True)
+generation.generate_split("meb", get_config("meb", num_train=40_000), 0, "train", workers=2)
+"""
+
+
+def _generating():
+    # a process generating a split on two workers, in its own process group, and its workers
+    proc = subprocess.Popen([sys.executable, "-c", GENERATES], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout.readline().strip() == "start"
+    deadline = time.monotonic() + 60
+    while len(children(proc.pid)) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    return proc, children(proc.pid)
+
+
+@needs_proc
+def test_sigterm_to_the_process_group_stops_parallel_generation_cleanly():
+    # Python 3.11's pool broke (its workers died of the signal), printed InvalidStateError
+    # tracebacks and hung at exit
+    proc, workers = _generating()
+    os.killpg(proc.pid, signal.SIGTERM)  # as a scheduler or a terminal signals a job
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and "Traceback" not in stderr, stderr
+    assert not any(map(alive, workers))
+
+
+@needs_proc
+def test_generation_workers_end_with_a_killed_parent():
+    proc, workers = _generating()
+    proc.kill()
+    proc.communicate(timeout=60)
+    deadline = time.monotonic() + 5
+    while any(map(alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(alive, workers))
 
 
 def test_alias_and_sweeps():

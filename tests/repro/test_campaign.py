@@ -104,7 +104,7 @@ def test_a_campaign_runs_the_seeds_it_is_given(tmp_path, data_root, monkeypatch,
     assert cells == ["Standard__d_8__s1.json", "Standard__d_8__s2.json"]
     with pytest.raises(SystemExit):
         cli([*args[:-1], "1,two"])
-    assert "'--seeds' must be integers (got '1,two')" in capsys.readouterr().err
+    assert "argument --seeds: must be integers (got '1,two')" in capsys.readouterr().err
 
 
 def test_knobs_runs_the_choices_the_verdicts_lean_on():
