@@ -37,8 +37,8 @@ from torch.autograd.function import FunctionCtx, once_differentiable
 
 #: Largest number of elements of one intermediate (e.g. the generator FFN's
 #: hidden layer :obj:`[rows, n_g, d_ff]`) that the functions materialise at
-#: once: 1 MiB in float32.
-CHUNK_ELEMENTS = 2**18
+#: once: 256 KiB in float32.
+CHUNK_ELEMENTS = 2**16
 
 
 def chunk_rows(num_rows: int, row_elements: int, multiple: int = 1) -> list[tuple[int, int]]:
@@ -116,37 +116,46 @@ class _BudgetedGenerators(torch.autograd.Function):
         agg, gates, Mc, Ml, mix, weight = ctx.saved_tensors
         H, C = agg.size(1), agg.size(3)
         need = ctx.needs_input_grad
+        grad_mc = grad_ml = grad_mix = grad_weight = None
         grad_agg = torch.zeros_like(agg) if need[0] else None
         grad_gates = torch.zeros_like(gates) if need[1] else None
-        grad_mc = grad_ml = grad_mix = grad_weight = None
         with _replay_autocast(ctx):
             for rows in _slices(chunk_rows(agg.size(0), mix.size(1) * H * C)):
-                a, g = agg[rows], gates[rows]
-                c, A = a[:, :, 0], a[:, :, 1:]  # [n, H, C], [n, H, n_g, C]
-                m, mlc, gated = _mixed(a, g, Mc, Ml, mix)
-                g_out = grad[rows]  # [n, n_g, d]
-                if need[5]:
-                    grad_weight = _accumulate(grad_weight, torch.einsum(
-                        'ngo,ngi->oi', g_out, _heads_last(m)))
-                # [n, n_g, d] -> [n, H, n_g, C]
-                g_m = (g_out @ weight).view(
-                    -1, g_out.size(1), H, C).transpose(1, 2)
-                if need[0]:
-                    grad_agg[rows, :, 1:] = torch.einsum('nhgm,hmc->nhgc', g_m, Mc)
-                if need[2]:
-                    grad_mc = _accumulate(grad_mc, torch.einsum('nhgm,nhgc->hmc', g_m, A))
-                if need[4]:
-                    grad_mix = _accumulate(grad_mix, torch.einsum('nhgm,nhlm->hgl', g_m,
-                                                                  gated))
-                g_gated = torch.einsum('nhgm,hgl->nhlm', g_m, mix)  # [n, H, L, C]
-                if need[1]:
-                    grad_gates[rows] = (g_gated * mlc).sum(-1)
-                g_mlc = g_gated * g.unsqueeze(-1)
-                if need[3]:
-                    grad_ml = _accumulate(grad_ml, torch.einsum('nhlm,nhc->hlmc', g_mlc, c))
-                if need[0]:
-                    grad_agg[rows, :, 0] = torch.einsum('nhlm,hlmc->nhc', g_mlc, Ml)
-        return grad_agg, grad_gates, grad_mc, grad_ml, grad_mix, grad_weight
+                g_c, g_A, g_gates, parts = _budgeted_backward_rows(
+                    grad[rows], agg[rows], gates[rows], Mc, Ml, mix, weight)
+                if grad_agg is not None:
+                    grad_agg[rows, :, 0], grad_agg[rows, :, 1:] = g_c, g_A
+                if grad_gates is not None:
+                    grad_gates[rows] = g_gates
+                grad_mc, grad_ml, grad_mix, grad_weight = [
+                    _accumulate(total, part) for total, part in zip(
+                        (grad_mc, grad_ml, grad_mix, grad_weight), parts, strict=True)]
+        return (grad_agg, grad_gates, grad_mc if need[2] else None,
+                grad_ml if need[3] else None, grad_mix if need[4] else None,
+                grad_weight if need[5] else None)
+
+
+def _budgeted_backward_rows(grad: Tensor, agg: Tensor, gates: Tensor, Mc: Tensor,
+                            Ml: Tensor, mix: Tensor, weight: Tensor
+                            ) -> tuple[Tensor, Tensor, Tensor, tuple[Tensor, ...]]:
+    r"""The backward of :func:`budgeted_generators` on a chunk of rows: the
+    gradients of the chunk's :math:`\hat{\mathbf{c}}` :obj:`[n, H, C]`,
+    :math:`\hat G` :obj:`[n, H, n_g, C]` and gates :obj:`[n, H, L]`, and the
+    chunk's parts of the gradients of :math:`M_c, M_l, W_{\mathrm{mix}},
+    \mathbf{W}_O`."""
+    H, C = agg.size(1), agg.size(3)
+    c, A = agg[:, :, 0], agg[:, :, 1:]  # [n, H, C], [n, H, n_g, C]
+    m, mlc, gated = _mixed(agg, gates, Mc, Ml, mix)
+    g_weight = torch.einsum('ngo,ngi->oi', grad, _heads_last(m))
+    g_m = (grad @ weight).view(-1, grad.size(1), H, C).transpose(1, 2)  # [n, H, n_g, C]
+    g_A = torch.einsum('nhgm,hmc->nhgc', g_m, Mc)
+    g_mc = torch.einsum('nhgm,nhgc->hmc', g_m, A)
+    g_mix = torch.einsum('nhgm,nhlm->hgl', g_m, gated)
+    g_gated = torch.einsum('nhgm,hgl->nhlm', g_m, mix)  # [n, H, L, C]
+    g_mlc = g_gated * gates.unsqueeze(-1)
+    g_ml = torch.einsum('nhlm,nhc->hlmc', g_mlc, c)
+    g_c = torch.einsum('nhlm,hlmc->nhc', g_mlc, Ml)
+    return g_c, g_A, (g_gated * mlc).sum(-1), (g_mc, g_ml, g_mix, g_weight)
 
 
 def _mixed(agg: Tensor, gates: Tensor, matrix_center: Tensor, matrix_generators: Tensor,
@@ -207,8 +216,9 @@ class _GeneratorTail(torch.autograd.Function):
         ctx.autocast = _autocast_state(update.device.type)
         ctx.save_for_backward(residual, update, scale1, scale2, weight1, weight2)
         return _by_rows(_tail_chunks(update, residual, weight1), update.size(0),
-                        lambda rows: _tail_rows(rows, residual, update, scale1, scale2,
-                                                weight1, weight2)[-1],
+                        lambda rows: _scaled(_tail_rows(rows, residual, update, scale1,
+                                                        weight1, weight2)[-1],
+                                             None if scale2 is None else scale2[rows]),
                         torch.empty_like(update))
 
     @staticmethod
@@ -223,21 +233,14 @@ class _GeneratorTail(torch.autograd.Function):
         grad_w1 = grad_w2 = None
         with _replay_autocast(ctx):
             for rows in _tail_chunks(update, residual, w1):
-                r, h, z, a, f = _tail_rows(rows, residual, update, s1, s2, w1, w2)[:-1]
-                g = grad[rows]
-                if s2 is not None:
-                    if grad_s2 is not None:
-                        grad_s2[rows] = (g * centred(f)).sum(-2)
-                    g = centred(g * s2[rows].unsqueeze(-2))
-                grad_w2 = _accumulate(grad_w2, torch.einsum('ngo,ngi->oi', g, a))
-                g_z = (g @ w2).masked_fill_(z <= 0, 0)  # ReLU
-                grad_w1 = _accumulate(grad_w1, torch.einsum('ngf,ngd->fd', g_z, h))
-                g = g + g_z @ w1
-                if s1 is not None:
-                    if grad_s1 is not None:
-                        grad_s1[rows] = (g * centred(r)).sum(-2)
-                    g = centred(g * s1[rows].unsqueeze(-2))
+                g, g_s1, g_s2, g_w1, g_w2 = _tail_backward_rows(
+                    grad[rows], rows, residual, update, s1, s2, w1, w2)
                 grad_update[rows] = g
+                if grad_s1 is not None:
+                    grad_s1[rows] = g_s1
+                if grad_s2 is not None:
+                    grad_s2[rows] = g_s2
+                grad_w1, grad_w2 = _accumulate(grad_w1, g_w1), _accumulate(grad_w2, g_w2)
                 if grad_residual is not None and residual.size(0) == update.size(0):
                     grad_residual[rows] = g
                 elif grad_residual is not None:
@@ -262,20 +265,42 @@ def _residual_index(rows: slice, residual: Tensor) -> Tensor:
 
 
 def _tail_rows(rows: slice, residual: Tensor, update: Tensor, s1: Tensor | None,
-               s2: Tensor | None, w1: Tensor, w2: Tensor) -> tuple[Tensor, ...]:
-    r"""The tail on output rows :obj:`rows`: the residual sum
-    :math:`R = G_X + O^G`, :math:`H = \mathrm{LN}_1^{\mathrm{lin}}(R)`, the
-    FFN's pre-activation :math:`Z = H W_1^{\top}` and activation
-    :math:`A = \mathrm{ReLU}(Z)`, :math:`F = H + A W_2^{\top}` and the output
-    :math:`\mathrm{LN}_2^{\mathrm{lin}}(F)`, each :obj:`[n, n_g, *]`."""
+               w1: Tensor, w2: Tensor) -> tuple[Tensor, ...]:
+    r"""The tail on output rows :obj:`rows` up to the second norm: the
+    residual sum :math:`R = G_X + O^G`, :math:`H =
+    \mathrm{LN}_1^{\mathrm{lin}}(R)`, the FFN's pre-activation :math:`Z = H
+    W_1^{\top}` and activation :math:`A = \mathrm{ReLU}(Z)`, and :math:`F = H
+    + A W_2^{\top}`, each :obj:`[n, n_g, *]`."""
     res = residual[rows] if residual.size(0) == update.size(0) else \
         residual[_residual_index(rows, residual)]
     r = res + update[rows]
     h = _scaled(r, None if s1 is None else s1[rows])
     z = F.linear(h, w1)
     a = F.relu(z)
-    f = h + F.linear(a, w2)
-    return r, h, z, a, f, _scaled(f, None if s2 is None else s2[rows])
+    return r, h, z, a, h + F.linear(a, w2)
+
+
+def _tail_backward_rows(grad: Tensor, rows: slice, residual: Tensor, update: Tensor,
+                        s1: Tensor | None, s2: Tensor | None, w1: Tensor, w2: Tensor
+                        ) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor, Tensor]:
+    r"""The tail's backward on output rows :obj:`rows` (a function of its
+    own, so that a chunk's recomputed activations are freed before the next
+    chunk's): the gradient of :math:`R` :obj:`[n, n_g, d]`, the row
+    gradients of both scales :obj:`[n, d]` and the chunk's parts of the
+    gradients of :math:`W_1, W_2`."""
+    r, h, z, a, f = _tail_rows(rows, residual, update, s1, w1, w2)
+    g_s1 = g_s2 = None
+    if s2 is not None:
+        g_s2 = (grad * centred(f)).sum(-2)
+        grad = centred(grad * s2[rows].unsqueeze(-2))
+    g_w2 = torch.einsum('ngo,ngi->oi', grad, a)
+    g_z = (grad @ w2).masked_fill_(z <= 0, 0)  # ReLU
+    g_w1 = torch.einsum('ngf,ngd->fd', g_z, h)
+    grad = grad + g_z @ w1
+    if s1 is not None:
+        g_s1 = (grad * centred(r)).sum(-2)
+        grad = centred(grad * s1[rows].unsqueeze(-2))
+    return grad, g_s1, g_s2, g_w1, g_w2
 
 
 def generator_tail(residual: Tensor, update: Tensor, scale1: Tensor | None,
