@@ -88,6 +88,13 @@ def _by_rows(chunks: list[slice], num_rows: int, fn, empty: Tensor) -> Tensor:
     return empty if out is None else out
 
 
+def _rows_outer(grad: Tensor, x: Tensor) -> Tensor:
+    r"""The weight gradient :math:`\sum_{\mathrm{rows}} g x^{\top}`
+    :obj:`[o, i]` of a linear map from rows :obj:`x` :obj:`[*, i]` with
+    output gradients :obj:`grad` :obj:`[*, o]`."""
+    return grad.reshape(-1, grad.size(-1)).T @ x.reshape(-1, x.size(-1))
+
+
 def _accumulate(total: Tensor | None, part: Tensor) -> Tensor:
     return part if total is None else total + part
 
@@ -146,7 +153,7 @@ def _budgeted_backward_rows(grad: Tensor, agg: Tensor, gates: Tensor, Mc: Tensor
     H, C = agg.size(1), agg.size(3)
     c, A = agg[:, :, 0], agg[:, :, 1:]  # [n, H, C], [n, H, n_g, C]
     m, mlc, gated = _mixed(agg, gates, Mc, Ml, mix)
-    g_weight = torch.einsum('ngo,ngi->oi', grad, _heads_last(m))
+    g_weight = _rows_outer(grad, _heads_last(m))
     g_m = (grad @ weight).view(-1, grad.size(1), H, C).transpose(1, 2)  # [n, H, n_g, C]
     g_A = torch.einsum('nhgm,hmc->nhgc', g_m, Mc)
     g_mc = torch.einsum('nhgm,nhgc->hmc', g_m, A)
@@ -293,9 +300,9 @@ def _tail_backward_rows(grad: Tensor, rows: slice, residual: Tensor, update: Ten
     if s2 is not None:
         g_s2 = (grad * centred(f)).sum(-2)
         grad = centred(grad * s2[rows].unsqueeze(-2))
-    g_w2 = torch.einsum('ngo,ngi->oi', grad, a)
+    g_w2 = _rows_outer(grad, a)
     g_z = (grad @ w2).masked_fill_(z <= 0, 0)  # ReLU
-    g_w1 = torch.einsum('ngf,ngd->fd', g_z, h)
+    g_w1 = _rows_outer(g_z, h)
     grad = grad + g_z @ w1
     if s1 is not None:
         g_s1 = (grad * centred(r)).sum(-2)
