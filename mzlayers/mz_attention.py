@@ -43,6 +43,11 @@ class MZMultiheadAttention(MultiheadSetAttention):
     :math:`\mathbf{W}_{Q,K,V,O}`.  :math:`W_{\mathrm{mix}}` is per head
     (:obj:`[H, n_g, L]`).
 
+    The generator rows after the attention weights go through
+    :func:`~mzlayers.generator_path.budgeted_generators`, which keeps only
+    the attention output for backward and recomputes the per-head products
+    (first-order gradients).
+
     Variants override :meth:`queries_keys` to change the scores (e.g.
     MZ-GenQK in :mod:`mzattn.baselines` adds generator terms) and are built
     by the blocks through their :obj:`attention=` factory argument.

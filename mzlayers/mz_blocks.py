@@ -112,6 +112,11 @@ class MZMAB(torch.nn.Module):
     on zonotopes: the residuals are Minkowski-free sums of centres and of
     generator rows (the generator budget :math:`n_g` is fixed), the FFN is
     :class:`ZonotopeFeedForward` and the norms :class:`ZonotopeLayerNorm`.
+    After the attention, the generator rows go through
+    :func:`~mzlayers.generator_path.generator_tail`, which keeps only its
+    inputs for backward and recomputes the residual, the norms' linear parts
+    and the generator FFN in row chunks (first-order gradients): the
+    generator activations, :math:`n_g` times the centre's, are not stored.
 
     Args:
         channels (int): Model width :math:`d`.
