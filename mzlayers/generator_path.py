@@ -275,16 +275,15 @@ def _tail_rows(rows: slice, residual: Tensor, update: Tensor, s1: Tensor | None,
                w1: Tensor, w2: Tensor) -> tuple[Tensor, ...]:
     r"""The tail on output rows :obj:`rows` up to the second norm: the
     residual sum :math:`R = G_X + O^G`, :math:`H =
-    \mathrm{LN}_1^{\mathrm{lin}}(R)`, the FFN's pre-activation :math:`Z = H
-    W_1^{\top}` and activation :math:`A = \mathrm{ReLU}(Z)`, and :math:`F = H
-    + A W_2^{\top}`, each :obj:`[n, n_g, *]`."""
+    \mathrm{LN}_1^{\mathrm{lin}}(R)`, the FFN's activation :math:`A =
+    \mathrm{ReLU}(H W_1^{\top})` and :math:`F = H + A W_2^{\top}`, each
+    :obj:`[n, n_g, *]`."""
     res = residual[rows] if residual.size(0) == update.size(0) else \
         residual[_residual_index(rows, residual)]
     r = res + update[rows]
     h = _scaled(r, None if s1 is None else s1[rows])
-    z = F.linear(h, w1)
-    a = F.relu(z)
-    return r, h, z, a, h + F.linear(a, w2)
+    a = F.linear(h, w1).relu_()
+    return r, h, a, h + F.linear(a, w2)
 
 
 def _tail_backward_rows(grad: Tensor, rows: slice, residual: Tensor, update: Tensor,
@@ -295,13 +294,13 @@ def _tail_backward_rows(grad: Tensor, rows: slice, residual: Tensor, update: Ten
     chunk's): the gradient of :math:`R` :obj:`[n, n_g, d]`, the row
     gradients of both scales :obj:`[n, d]` and the chunk's parts of the
     gradients of :math:`W_1, W_2`."""
-    r, h, z, a, f = _tail_rows(rows, residual, update, s1, w1, w2)
+    r, h, a, f = _tail_rows(rows, residual, update, s1, w1, w2)
     g_s1 = g_s2 = None
     if s2 is not None:
         g_s2 = (grad * centred(f)).sum(-2)
         grad = centred(grad * s2[rows].unsqueeze(-2))
     g_w2 = _rows_outer(grad, a)
-    g_z = (grad @ w2).masked_fill_(z <= 0, 0)  # ReLU
+    g_z = torch.ops.aten.threshold_backward(grad @ w2, a, 0)  # ReLU's backward
     g_w1 = _rows_outer(g_z, h)
     grad = grad + g_z @ w1
     if s1 is not None:
