@@ -74,15 +74,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--out', default='bench/results/isab_memory.json')
     args = parser.parse_args(argv)
     keep_freed_memory()
-    results = {}
-    for config in args.configs.split(','):
-        results[config] = measure(config, args.repeats, args.rss)
-        print(json.dumps({config: {b: {k: round(v, 3) for k, v in r.items() if 'ratio' in k}
-                                   for b, r in results[config].items()}}), flush=True)
     result = {'suite': 'isab_memory', 'device': 'cpu',
               'environment': environment(torch.device('cpu')),
-              'memory_target': MEMORY_TARGET, 'results': results}
-    write_text_atomic(args.out, json.dumps(result, indent=1) + '\n')
+              'memory_target': MEMORY_TARGET, 'results': {}}
+    for config in args.configs.split(','):
+        rows = result['results'][config] = measure(config, args.repeats, args.rss)
+        print(json.dumps({config: {b: {k: round(v, 3) for k, v in r.items() if 'ratio' in k}
+                                   for b, r in rows.items()}}), flush=True)
+        # after each configuration, whole: a stopped run keeps the ones it finished
+        write_text_atomic(args.out, json.dumps(result, indent=1) + '\n')
     return 0
 
 
