@@ -41,13 +41,13 @@ from torch.autograd.function import FunctionCtx, once_differentiable
 CHUNK_ELEMENTS = 2**16
 
 
-def chunk_rows(num_rows: int, row_elements: int, multiple: int = 1) -> list[tuple[int, int]]:
-    r"""Consecutive row ranges :obj:`[start, stop)` of about
+def chunk_rows(num_rows: int, row_elements: int, multiple: int = 1) -> list[slice]:
+    r"""Consecutive row ranges :obj:`start:stop` of about
     :obj:`CHUNK_ELEMENTS / row_elements` rows each, every range a multiple of
     :obj:`multiple` rows long (the last one included when :obj:`num_rows` is)."""
     rows = max(1, CHUNK_ELEMENTS // max(1, row_elements))
     rows = max(multiple, rows // multiple * multiple)
-    return [(start, min(start + rows, num_rows)) for start in range(0, num_rows, rows)]
+    return [slice(start, min(start + rows, num_rows)) for start in range(0, num_rows, rows)]
 
 
 def centred(x: Tensor) -> Tensor:
@@ -70,10 +70,6 @@ def _autocast_state(device_type: str) -> tuple[bool, torch.dtype]:
 def _replay_autocast(ctx: FunctionCtx) -> AbstractContextManager:
     enabled, dtype = ctx.autocast
     return torch.autocast(ctx.device_type, dtype=dtype, enabled=enabled)
-
-
-def _slices(ranges: list[tuple[int, int]]) -> list[slice]:
-    return [slice(start, stop) for start, stop in ranges]
 
 
 def _by_rows(chunks: list[slice], num_rows: int, fn, empty: Tensor) -> Tensor:
@@ -114,7 +110,7 @@ class _BudgetedGenerators(torch.autograd.Function):
         def rows_out(rows: slice) -> Tensor:
             m = _mixed(agg[rows], gates[rows], matrix_center, matrix_generators, mix)[0]
             return F.linear(_heads_last(m), weight)
-        return _by_rows(_slices(chunk_rows(N, G * H * C)), N, rows_out,
+        return _by_rows(chunk_rows(N, G * H * C), N, rows_out,
                         agg.new_empty(0, G, weight.size(0)))
 
     @staticmethod
@@ -127,7 +123,7 @@ class _BudgetedGenerators(torch.autograd.Function):
         grad_agg = torch.zeros_like(agg) if need[0] else None
         grad_gates = torch.zeros_like(gates) if need[1] else None
         with _replay_autocast(ctx):
-            for rows in _slices(chunk_rows(agg.size(0), mix.size(1) * H * C)):
+            for rows in chunk_rows(agg.size(0), mix.size(1) * H * C):
                 g_c, g_A, g_gates, parts = _budgeted_backward_rows(
                     grad[rows], agg[rows], gates[rows], Mc, Ml, mix, weight)
                 if grad_agg is not None:
@@ -261,8 +257,8 @@ def _tail_chunks(update: Tensor, residual: Tensor, weight1: Tensor) -> list[slic
     layer, a multiple of the learned queries' count when :obj:`residual`
     holds one row per learned query."""
     N, G, d = update.shape
-    return _slices(chunk_rows(N, G * max(d, weight1.size(0)), multiple=residual.size(0)
-                              if residual.size(0) < N else 1))
+    return chunk_rows(N, G * max(d, weight1.size(0)),
+                      multiple=residual.size(0) if residual.size(0) < N else 1)
 
 
 def _residual_index(rows: slice, residual: Tensor) -> Tensor:

@@ -113,3 +113,31 @@ def test_blocks_gradcheck_with_an_empty_set(tiny_chunks, backend, block):
         return out.center, out.generators
     params = [module.get_parameter(n).detach().requires_grad_() for n in names]
     assert gradcheck(fn, (x.center, x.generators, *params))
+
+
+def test_matches_plain_autograd_under_autocast(tiny_chunks):
+    torch.manual_seed(0)
+    block = MZISAB(D, 2, heads=H, num_generators=G, num_matrix_generators=L, ff_channels=FF)
+    x = torch.randn(5, D)
+    batch = torch.tensor([0, 0, 2, 2, 2])
+    grads = []
+    for custom in (True, False):
+        block.zero_grad()
+        with torch.autocast('cpu', dtype=torch.bfloat16):
+            out = block(x, batch, 3) if custom else _plain(block, x, batch)
+        assert out.generators.dtype == torch.float32
+        (out.center.float().square().sum() + out.generators.float().square().sum()).backward()
+        grads.append([p.grad.clone() for p in block.parameters()])
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b, atol=5e-2, rtol=5e-2)
+
+
+def _plain(block, x, batch):
+    r""":obj:`block` with the custom functions swapped for plain autograd."""
+    mp = pytest.MonkeyPatch()
+    mp.setattr('mzlayers.mz_attention.budgeted_generators', _budgeted_reference)
+    mp.setattr('mzlayers.mz_blocks.generator_tail', _tail_reference)
+    try:
+        return block(x, batch, 3)
+    finally:
+        mp.undo()
