@@ -1,12 +1,12 @@
 # mzattn — fresh-clone entry points.  `make demo` and `make test` set up .venv
 # themselves; everything else assumes it exists.  `make setup` installs every
-# extra (all) and the dev tools; `pip install mzattn` alone is the light core.
+# extra (all) and the dev tools; `pip install .` alone is the light core.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean docker-test slurm-test
+.PHONY: setup demo test lint bench clean docker-test slurm-test gpu-check
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,3 +38,8 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+
+# The GPU check (docs/benchmarks.md): tests/cuda, the step profile, set_pooling, table30 and one
+# cell on CUDA in under 8 minutes; OUT=folder (default bench/results), DEVICE=cpu for the CPU parts.
+gpu-check:
+	PYTHON=$(if $(wildcard $(BIN)/python),$(BIN)/python,python3) bash bench/gpu_check.sh $(or $(OUT),bench/results) $(or $(DEVICE),cuda)

@@ -25,6 +25,7 @@ from mzattn.baselines.mz_genqk import GenQKAttention, MZGenQKSetTransformer
 from mzattn.baselines.perceiver import Perceiver
 from mzattn.baselines.registry import (
     REGISTRY,
+    SIZE_FEATURE_MODELS,
     ModelInfo,
     build_model,
     list_models,
@@ -43,6 +44,7 @@ from mzattn.baselines.width import match_width
 __all__ = [
     'ModelInfo',
     'REGISTRY',
+    'SIZE_FEATURE_MODELS',
     'build_model',
     'list_models',
     'model_info',

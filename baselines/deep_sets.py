@@ -3,6 +3,7 @@ import torch
 from torch import Tensor
 from torch_geometric.nn import MLP
 
+from mzlayers.layout import SetLayout
 from mzlayers.validate import check_choice, parameter_dtype, resolve_input
 
 AGGREGATIONS = ('sum', 'mean')
@@ -68,9 +69,10 @@ class DeepSets(torch.nn.Module):
         self.rho.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+                dim_size: int | None = None, *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> Tensor:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
-                                  dtype=parameter_dtype(self))
+                                  layout=layout, dtype=parameter_dtype(self))
         h = self.phi(x)
         pooled = layout.sum(h) if self.aggr == 'sum' else layout.mean(h)
         return self.rho(pooled)

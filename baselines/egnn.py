@@ -237,9 +237,10 @@ class EGNN(torch.nn.Module):
         return self.h0.expand(x.size(0), -1), pos
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+                dim_size: int | None = None, *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> Tensor:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
-                                  dtype=parameter_dtype(self))
+                                  layout=layout, dtype=parameter_dtype(self))
         edge_index = fully_connected_edges(layout)
         h, pos = self.embed(x)
         for conv in self.convs:

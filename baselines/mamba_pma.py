@@ -6,6 +6,7 @@ from torch.nn import Linear
 
 from mzattn.extras import require
 from mzlayers import PoolingHead
+from mzlayers.layout import SetLayout
 from mzlayers.validate import parameter_dtype, resolve_input
 
 
@@ -96,9 +97,10 @@ class MambaPMA(torch.nn.Module):
         self.head.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+                dim_size: int | None = None, *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> Tensor:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
-                                  dtype=parameter_dtype(self))
+                                  layout=layout, dtype=parameter_dtype(self))
         h = self.lin_in(x)
         if layout.num_elements:  # mambapy cannot scan zero-length sequences
             width = max(layout.counts)  # host sizes: no device sync

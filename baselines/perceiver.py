@@ -4,6 +4,7 @@ from torch import Tensor
 from torch.nn import Linear, ModuleList, Parameter
 
 from mzlayers import MAB, SAB, PoolingHead
+from mzlayers.layout import SetLayout
 from mzlayers.validate import parameter_dtype, resolve_input
 
 
@@ -39,6 +40,11 @@ class Perceiver(torch.nn.Module):
             (default: :obj:`1`)
         dropout (float, optional): Dropout. (default: :obj:`0.1`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        size_feature (str, optional): Appends a set-size feature to the
+            pooled summary before the MLP
+            (:obj:`mzlayers.size_feature.SIZE_FEATURES`): :obj:`'log'`,
+            :math:`\log n`; :obj:`None`, none, as in the paper.
+            (default: :obj:`None`)
 
     Shapes:
         - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
@@ -61,6 +67,7 @@ class Perceiver(torch.nn.Module):
         num_decoder_blocks: int = 1,
         dropout: float = 0.1,
         backend: str = 'auto',
+        size_feature: str | None = None,
     ):
         super().__init__()
         self.in_channels = in_channels
@@ -76,7 +83,8 @@ class Perceiver(torch.nn.Module):
             ModuleList([SAB(channels, **args) for _ in range(num_latent_blocks)])
             for _ in range(num_cross_blocks)])
         self.head = PoolingHead(channels, out_channels, num_seed_points=num_seed_points,
-                                num_decoder_blocks=num_decoder_blocks, **args)
+                                num_decoder_blocks=num_decoder_blocks,
+                                size_feature=size_feature, **args)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -87,9 +95,10 @@ class Perceiver(torch.nn.Module):
             block.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+                dim_size: int | None = None, *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> Tensor:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
-                                  dtype=parameter_dtype(self))
+                                  layout=layout, dtype=parameter_dtype(self))
         latent_layout = layout.pooled(self.num_latents)
         h = self.lin_in(x)
         z = self.latents  # [m, d], shared by all sets before the first block

@@ -6,6 +6,7 @@ keyword :obj:`overrides` replace any of its constructor arguments.
 (paper row label, tables, paper parameter count) and :func:`models_table`
 puts our parameter counts beside the paper's.
 """
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -129,8 +130,27 @@ _ENTRIES = [
     ModelInfo('deep-ensemble', 'Deep Ensemble', ('20', '21'), None, deep_ensemble),
 ]
 
-#: name -> :class:`ModelInfo`, in the paper's order.
-REGISTRY: dict[str, ModelInfo] = {info.name: info for info in _ENTRIES}
+SIZE_FEATURE_MODELS = ('standard', 'st-large', 'st-meanpool', 'hypernet-r8', 'la-st',
+                       'perceiver', 'slot-attention', 'mz-full', 'mz-1l')
+r"""The attention models that are also registered as :obj:`{name}+logn`:
+the same model with :obj:`size_feature='log'`, :math:`\log n` appended to
+the pooled summary before the head (:mod:`mzlayers.size_feature`), a
+variant of ours that the paper does not run."""
+
+
+def _size_feature_entries(entries: list[ModelInfo]) -> list[ModelInfo]:
+    by_name = {info.name: info for info in entries}
+    return [dataclasses.replace(
+        by_name[name], name=f'{name}+logn', paper_row=f'{by_name[name].paper_row} + log n',
+        tables=(), paper_params=None,
+        defaults={**by_name[name].defaults, 'size_feature': 'log'})
+        for name in SIZE_FEATURE_MODELS]
+
+
+#: name -> :class:`ModelInfo`, in the paper's order, then the
+#: :obj:`SIZE_FEATURE_MODELS` variants.
+REGISTRY: dict[str, ModelInfo] = {
+    info.name: info for info in [*_ENTRIES, *_size_feature_entries(_ENTRIES)]}
 
 
 def list_models() -> list[str]:
@@ -179,6 +199,6 @@ def models_table(out_channels: int = 1) -> str:
         if info.paper_params is not None:
             paper = f'{info.paper_params:,}'
             diff = f'{100 * (ours - info.paper_params) / info.paper_params:+.1f}%'
-        lines.append(f'| `{info.name}` | {info.paper_row} | {", ".join(info.tables)} | '
+        lines.append(f'| `{info.name}` | {info.paper_row} | {", ".join(info.tables) or "-"} | '
                      f'{info.in_channels} | {ours:,} | {paper} | {diff} |')
     return '\n'.join(lines)

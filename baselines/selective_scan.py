@@ -13,6 +13,8 @@ it), and only the states themselves are kept for it. The training step is
 2.85 times faster (``docs/baselines.md``, "CPU cost"). Gradients of
 gradients are not supported.
 """
+import functools
+
 import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
@@ -38,8 +40,15 @@ def selective_scan(x: Tensor, delta: Tensor, A: Tensor, B: Tensor, C: Tensor,
           :obj:`[E, N]`; :obj:`B`, :obj:`C` :obj:`[B, L, N]`; :obj:`D`
           :obj:`[E]`
         - **output:** :obj:`y` :obj:`[B, L, E]`
+
+    Under mixed precision the inputs are promoted to their widest dtype
+    (:math:`A` and :math:`D` are parameters: float32) and the recurrence runs
+    outside autocast, so the state does not accumulate bfloat16 rounding.
     """
-    return _SelectiveScan.apply(x, delta, A, B, C, D)
+    inputs = (x, delta, A, B, C, D)
+    dtype = functools.reduce(torch.promote_types, (t.dtype for t in inputs))
+    with torch.autocast(x.device.type, enabled=False):
+        return _SelectiveScan.apply(*(t.to(dtype) for t in inputs))
 
 
 class _SelectiveScan(torch.autograd.Function):

@@ -104,9 +104,10 @@ class SequenceTransformer(torch.nn.Module):
             module.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+                dim_size: int | None = None, *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> Tensor:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
-                                  dtype=parameter_dtype(self))
+                                  layout=layout, dtype=parameter_dtype(self))
         h = self.lin_in(x) + self.position(layout)
         for layer in self.layers:
             h = layer(h, layout=layout)
@@ -196,9 +197,10 @@ class MZSequenceTransformer(torch.nn.Module):
             module.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None, dim_size: int | None = None,
-                *, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+                *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> tuple[Tensor, Tensor]:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
-                                  dtype=parameter_dtype(self))
+                                  layout=layout, dtype=parameter_dtype(self))
         z = self.embedding(x)
         z = Zonotope(z.center + self.position(layout), z.generators)
         for layer in self.layers:

@@ -6,6 +6,7 @@ from torch_geometric.nn import MLP
 
 from mzlayers import FeedForward
 from mzlayers.layout import SetLayout
+from mzlayers.size_feature import append_size_feature, size_feature_channels
 from mzlayers.validate import parameter_dtype, resolve_input
 
 #: Added to the attention weights before the per-slot normalisation over the
@@ -41,6 +42,11 @@ class SlotAttention(torch.nn.Module):
         num_iterations (int, optional): Iterations :math:`T`. (default: :obj:`3`)
         ff_channels (int, optional): Slot MLP width. (default: :obj:`128`)
         dropout (float, optional): Dropout in the slot MLP. (default: :obj:`0.1`)
+        size_feature (str, optional): Appends a set-size feature to the
+            mean slot before the MLP
+            (:obj:`mzlayers.size_feature.SIZE_FEATURES`): :obj:`'log'`,
+            :math:`\log n`; :obj:`None`, none, as in the paper.
+            (default: :obj:`None`)
 
     Shapes:
         - **input:** :obj:`x` :obj:`[N, in_channels]`, :obj:`batch` :obj:`[N]`;
@@ -58,6 +64,7 @@ class SlotAttention(torch.nn.Module):
         num_iterations: int = 3,
         ff_channels: int = 128,
         dropout: float = 0.1,
+        size_feature: str | None = None,
     ):
         super().__init__()
         self.in_channels = in_channels
@@ -75,7 +82,9 @@ class SlotAttention(torch.nn.Module):
         self.norm_ff = LayerNorm(channels)
         self.ffn = FeedForward(channels, ff_channels, dropout)
         self.slots = Parameter(torch.empty(num_slots, channels))
-        self.head = MLP([channels, channels, out_channels], norm=None)
+        self.size_feature = size_feature
+        self.head = MLP([channels + size_feature_channels(size_feature), channels,
+                         out_channels], norm=None)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -99,9 +108,10 @@ class SlotAttention(torch.nn.Module):
         return layout.sum(attn.unsqueeze(-1) * v.unsqueeze(1))  # [B, K, d]
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+                dim_size: int | None = None, *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> Tensor:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
-                                  dtype=parameter_dtype(self))
+                                  layout=layout, dtype=parameter_dtype(self))
         h = self.norm_in(self.lin_in(x).relu())
         k, v = self.lin_k(h), self.lin_v(h)
         B, K, d = layout.num_sets, self.num_slots, self.channels
@@ -111,7 +121,7 @@ class SlotAttention(torch.nn.Module):
             slots = self.gru(u.reshape(B * K, d), slots.reshape(B * K, d)).view(B, K, d)
             slots = slots + self.ffn(self.norm_ff(slots))
         pooled = slots.mean(1) * layout.nonempty.unsqueeze(-1)
-        return self.head(pooled)
+        return self.head(append_size_feature(pooled, layout, self.size_feature))
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.in_channels}, {self.out_channels}, '

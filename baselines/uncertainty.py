@@ -7,6 +7,8 @@ import torch
 from torch import Tensor
 from torch.nn.modules.batchnorm import _BatchNorm
 
+from mzlayers.layout import SetLayout
+
 
 def prediction(out: Tensor | tuple[Tensor, Tensor]) -> Tensor:
     r"""The prediction of a model output (the first entry of a tuple)."""
@@ -29,18 +31,24 @@ def dropout_active(model: torch.nn.Module) -> Iterator[None]:
 
 
 def predict(model: torch.nn.Module, x: Tensor, batch: Tensor | None,
-            dim_size: int | None, mask: Tensor | None) -> Tensor:
-    r"""The prediction of :obj:`model` for a ragged batch, or for a padded
-    one when :obj:`mask` is given (only then is :obj:`mask=` passed, so a
-    base model without a static-shape path still takes ragged batches)."""
-    out = model(x, batch, dim_size) if mask is None else \
-        model(x, batch, dim_size, mask=mask)
-    return prediction(out)
+            dim_size: int | None, mask: Tensor | None,
+            layout: SetLayout | None = None) -> Tensor:
+    r"""The prediction of :obj:`model` for a ragged batch (with its
+    :obj:`layout`, if known), or for a padded one when :obj:`mask` is given
+    (only given options are passed, so a base model without a static-shape
+    path still takes ragged batches)."""
+    options = {key: value for key, value in (('mask', mask), ('layout', layout))
+               if value is not None}
+    return prediction(model(x, batch, dim_size, **options))
 
 
 def mean_std(samples: Tensor) -> tuple[Tensor, Tensor]:
-    r"""Mean and (population) standard deviation over the first dimension."""
-    return samples.mean(0), samples.std(0, unbiased=False)
+    r"""Mean and (population) standard deviation over the first dimension
+    (:obj:`[T, B, *]` → two :obj:`[B, *]`; zero sets give empty ones)."""
+    mean = samples.mean(0)
+    if mean.numel() == 0:  # torch.std warns of "degrees of freedom <= 0" on an empty batch
+        return mean, torch.zeros_like(mean)
+    return mean, samples.std(0, unbiased=False)
 
 
 class MCDropout(torch.nn.Module):
@@ -77,13 +85,13 @@ class MCDropout(torch.nn.Module):
         self.model.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None, *,
-                mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+                dim_size: int | None = None, *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> tuple[Tensor, Tensor]:
         if self.training:
-            pred = predict(self.model, x, batch, dim_size, mask)
+            pred = predict(self.model, x, batch, dim_size, mask, layout)
             return pred, torch.zeros_like(pred)
         with dropout_active(self.model):
-            samples = [predict(self.model, x, batch, dim_size, mask)
+            samples = [predict(self.model, x, batch, dim_size, mask, layout)
                        for _ in range(self.num_samples)]
         return mean_std(torch.stack(samples))
 
@@ -126,9 +134,10 @@ class DeepEnsemble(torch.nn.Module):
             member.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None, *,
-                mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        samples = [predict(member, x, batch, dim_size, mask) for member in self.members]
+                dim_size: int | None = None, *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> tuple[Tensor, Tensor]:
+        samples = [predict(member, x, batch, dim_size, mask, layout)
+                   for member in self.members]
         return mean_std(torch.stack(samples))
 
     def __repr__(self) -> str:

@@ -5,10 +5,13 @@ import statistics
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,57 @@ def peak_memory_cuda(fn: Callable[[], None], device: torch.device) -> int:
     fn()
     synchronize(device)
     return torch.cuda.max_memory_allocated(device) - base
+
+
+class _LiveStorages(TorchDispatchMode):
+    r"""Counts the bytes of every tensor storage that an aten op allocates
+    while the mode is active (outputs that alias none of the op's inputs:
+    not views, not in-place results) until the storage is freed (a
+    :func:`weakref.finalize` on it), and their high-water mark."""
+    def __init__(self):
+        super().__init__()
+        self.live = self.peak = 0
+        self.storages: dict[int, weakref.finalize] = {}
+
+    def _freed(self, key: int, nbytes: int) -> None:
+        self.storages.pop(key, None)
+        self.live -= nbytes
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        inputs = {t.untyped_storage().data_ptr() for t in tree_flatten((args, kwargs))[0]
+                  if isinstance(t, torch.Tensor)}
+        for t in tree_flatten(out)[0]:
+            if not isinstance(t, torch.Tensor):
+                continue
+            storage = t.untyped_storage()
+            key, nbytes = storage.data_ptr(), storage.nbytes()
+            if nbytes and key not in inputs and key not in self.storages:
+                self.storages[key] = weakref.finalize(storage, self._freed, key, nbytes)
+                self.live += nbytes
+                self.peak = max(self.peak, self.live)
+        return out
+
+
+def peak_memory_dispatch(fn: Callable[[], None]) -> int:
+    r"""Peak bytes of the tensors that one call of :obj:`fn` allocates and
+    holds at once, counted op by op with a
+    :class:`~torch.utils._python_dispatch.TorchDispatchMode` (forward and
+    backward: the CPU autograd engine runs backward in the calling thread).
+
+    The CPU analogue of :func:`peak_memory_cuda`: torch's CPU allocator
+    keeps no statistics, and the resident size of a process
+    (:func:`peak_memory_subprocess`) also moves with glibc's heap (freed
+    chunks kept or returned, fragmentation) and with the one-off
+    allocations of a first call (thread pools, kernel caches), by several
+    MB at the sizes of our blocks.  This count sees exactly the tensors
+    autograd keeps and the temporaries of every op, the same on every run;
+    it does not see scratch memory that a kernel allocates internally
+    without returning it as a tensor (BLAS and oneDNN workspaces)."""
+    mode = _LiveStorages()
+    with mode:
+        fn()
+    return mode.peak
 
 
 def peak_memory_subprocess(module: str, job: dict) -> int:

@@ -139,10 +139,13 @@ def safe_torch_load(path: str) -> Any:
     except FileNotFoundError:
         raise
     except Exception as error:
-        # torch's own message goes on about "your checkpoint file": keep its first sentence
-        first = re.split(r"(?<=\.)\s", str(error).strip(), maxsplit=1)[0] if str(error) else ""
+        # torch's own message goes on about "your checkpoint file": keep its first sentence;
+        # a truncated file raises a bare EOFError, with no message at all
+        text = str(error).strip()
+        first = re.split(r"(?<=\.)\s", text, maxsplit=1)[0].splitlines()[0] if text else \
+            "no message: the file is empty or truncated"
         raise ValueError(f"{path}: unreadable or unsafe cache file "
-                         f"({type(error).__name__}: {first.splitlines()[0]})") from error
+                         f"({type(error).__name__}: {first})") from error
 
 
 def load_or_set_aside(path: str) -> Any | None:

@@ -9,12 +9,17 @@ a real Docker engine, from a machine that may have none.
    ``docker/cpu-base/Dockerfile`` with the host's CA bundle and torch from
    PyPI). It is cached: tagged by a hash of its inputs and kept.
 3. Builds ``docker/Dockerfile`` on it with ``--build-arg BASE_IMAGE``.
-4. Runs the README's ``docker run ... -v "$PWD/results:/workspace/results"
-   mzattn-repro table28 --profile smoke``, then the same table through
-   docker-py (``mzattn-repro docker build`` and ``docker run``), and checks
-   the results on the host: the cells parse and carry the commit, the report
-   is there, every file belongs to the invoking user (and, when that is root,
-   a folder of another uid gets files of that uid).
+   Secret-named files (``.env``, a ``.pem``, ``.netrc``, ``.aws``, ``.ssh``)
+   are planted in the build context for that build, and no layer of the image
+   may hold their content (``docker save``, every layer read).
+4. Checks that the image runs as its unprivileged user by default, runs the
+   README's ``docker run --user UID:GID --group-add mzattn -v
+   "$PWD/results:/workspace/results" mzattn-repro table28 --profile smoke``,
+   then the same table through docker-py (``mzattn-repro docker build`` and
+   ``docker run``), and checks the results on the host: the cells parse and
+   carry the commit, the report is there, every file belongs to the invoking
+   user (and, when that is root, a folder of another uid gets files of that
+   uid from a run started as root, ``--user 0``).
 5. Removes what it built but the cached base image, and stops the daemon it
    started; ``KEEP=1`` keeps everything (the engine keeps running).
 
@@ -35,9 +40,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +62,12 @@ ENGINE_START_S = 90
 #: What RDKit/YAeHMOP bond perception prints per odd distance; the QM9
 #: step must not flood the build log with it.
 QM9_NOISE = "!!! Warning !!!"
+#: Files a build context may hold that must reach no layer of the image
+#: (.dockerignore, and the Dockerfile copies only what the build needs).
+SECRETS = (".env", "repro/.env", "mzattn-engine-test.pem", ".netrc", ".aws/credentials",
+           ".ssh/id_ed25519")
+#: The image's user (docker/Dockerfile).
+IMAGE_USER, IMAGE_UID = "mzattn", "1000"
 
 
 class Skipped(Exception):
@@ -282,46 +295,119 @@ def git_commit() -> str:
     return done.stdout.strip()
 
 
+@contextlib.contextmanager
+def planted_secrets(marker: str):
+    r"""The files of :data:`SECRETS` that do not exist, made in the build
+    context and holding :obj:`marker` for the duration of the block; what
+    was there is never touched."""
+    planted = []  # what to remove: a file, or the one folder made for it
+    try:
+        for name in SECRETS:
+            path = ROOT / name
+            made = path if path.parent.exists() else path.parent
+            if path.exists() or not made.parent.exists():
+                continue
+            path.parent.mkdir(exist_ok=True)
+            planted.append(made)
+            path.write_text(f"{marker}\n")
+        yield
+    finally:
+        for path in planted:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+
+
+def layers_holding(engine: Engine, image: str, marker: str) -> list[str]:
+    r"""``LAYER:PATH`` of every file of :obj:`image`'s layers (``docker
+    save``, streamed) that holds :obj:`marker`; only files under 64 KiB are
+    read (secrets are small)."""
+    save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE, env=engine.env)
+    found, needle = [], marker.encode()
+    with tarfile.open(fileobj=save.stdout, mode="r|") as saved:
+        for member in saved:
+            if not member.isfile() or not (member.name.endswith("layer.tar")
+                                            or member.name.startswith("blobs/")):
+                continue
+            try:
+                with tarfile.open(fileobj=saved.extractfile(member), mode="r|") as layer:
+                    found += [f"{member.name}:{entry.name}" for entry in layer
+                              if entry.isfile() and entry.size < 2**16
+                              and needle in layer.extractfile(entry).read()]
+            except tarfile.ReadError:  # a blob that is not a layer (the image config)
+                continue
+    if save.wait() != 0:
+        raise Failed(f"`docker save {image}` exited {save.returncode}")
+    return found
+
+
 def build_image(engine: Engine, base: str, commit: str) -> float:
     r"""``docker build`` of ``docker/Dockerfile`` on :obj:`base` as
-    :data:`IMAGE`; returns the seconds it took. The QM9 step must not flood
-    the log with RDKit warnings."""
+    :data:`IMAGE`, with secrets planted in the build context
+    (:func:`planted_secrets`); returns the seconds it took. The QM9 step must
+    not flood the log with RDKit warnings, and no layer may hold a secret."""
     log(f"docker build -t {IMAGE} --build-arg BASE_IMAGE={base} -f docker/Dockerfile .")
     logfile = engine.workdir / "image-build.log"
+    marker = f"MZATTN-ENGINE-TEST-SECRET-{uuid.uuid4().hex}"
     start = time.monotonic()
-    engine.docker("build", "-t", IMAGE, "--build-arg", f"BASE_IMAGE={base}",
-                  "--build-arg", f"MZATTN_GIT_COMMIT={commit}", "-f", "docker/Dockerfile",
-                  str(ROOT), logfile=logfile)
+    with planted_secrets(marker):
+        engine.docker("build", "-t", IMAGE, "--build-arg", f"BASE_IMAGE={base}",
+                      "--build-arg", f"MZATTN_GIT_COMMIT={commit}", "-f", "docker/Dockerfile",
+                      str(ROOT), logfile=logfile)
     seconds = time.monotonic() - start
+    log(f"docker save {IMAGE}: no layer may hold the planted secrets")
+    leaked = layers_holding(engine, IMAGE, marker)
+    if leaked:
+        raise Failed(f"{len(leaked)} files of the image hold a secret of the build context, "
+                     f"e.g. {leaked[0]}")
     noise = logfile.read_text().count(QM9_NOISE)
     if noise:
         raise Failed(f"the build log has {noise} lines of {QM9_NOISE!r} ({logfile})")
     return seconds
 
 
-def readme_run(engine: Engine, results: Path) -> float:
+def check_default_user(engine: Engine) -> None:
+    r"""The image runs as :data:`IMAGE_USER` (not root) unless told
+    otherwise, and its entry point works so (``list``)."""
+    user = engine.docker("image", "inspect", "--format", "{{.Config.User}}", IMAGE,
+                         capture=True).stdout.strip()
+    uid = engine.docker("run", "--rm", "--entrypoint", "id", IMAGE, "-u",
+                        capture=True).stdout.strip()
+    if user != IMAGE_USER or uid != IMAGE_UID:
+        raise Failed(f"the image runs as user {user!r} (uid {uid}), not {IMAGE_USER} "
+                     f"({IMAGE_UID})")
+    log(f"default user {user} (uid {uid}): docker run {IMAGE} list")
+    engine.docker("run", "--rm", IMAGE, "list", logfile=engine.workdir / "default-user.log")
+
+
+def readme_run(engine: Engine, results: Path, uid: int, gid: int) -> float:
     r"""The README's ``docker run`` of :data:`TABLE` with :obj:`results`
-    mounted; returns the seconds it took."""
-    log(f"docker run -v {results}:/workspace/results {IMAGE} {' '.join(TABLE)}")
+    mounted, as :obj:`uid`/:obj:`gid`; returns the seconds it took."""
+    log(f"docker run --user {uid}:{gid} --group-add mzattn -v {results}:/workspace/results "
+        f"{IMAGE} {' '.join(TABLE)}")
     logfile = engine.workdir / "readme-run.log"
     start = time.monotonic()
-    engine.docker("run", "--rm", "--shm-size", "1g", "-v", f"{results}:/workspace/results",
-                  IMAGE, *TABLE, logfile=logfile)
+    engine.docker("run", "--rm", "--shm-size", "1g", "--user", f"{uid}:{gid}", "--group-add",
+                  "mzattn", "-v", f"{results}:/workspace/results", IMAGE, *TABLE,
+                  logfile=logfile)
     return time.monotonic() - start
 
 
 def foreign_owner_run(engine: Engine, cells_from: Path, results: Path) -> None:
     r"""A results folder of another uid (a non-root host user) gets files of
-    that uid: ``mzattn-repro report`` on a copy of :obj:`cells_from`."""
+    that uid from a container started as root (``--user 0``, which the entry
+    point narrows to the folder's owner): ``mzattn-repro report`` on a copy
+    of :obj:`cells_from`."""
     uid = gid = 4321
     shutil.copytree(cells_from, results)
     for path in [results, *results.rglob("*")]:
         os.chown(path, uid, gid)
     for report in results.rglob("report.md"):
         report.unlink()
-    log(f"docker run on a results folder of uid {uid}: mzattn-repro report")
-    engine.docker("run", "--rm", "-v", f"{results}:/workspace/results", IMAGE, "report",
-                  logfile=engine.workdir / "foreign-run.log")
+    log(f"docker run --user 0 on a results folder of uid {uid}: mzattn-repro report")
+    engine.docker("run", "--rm", "--user", "0", "-v", f"{results}:/workspace/results", IMAGE,
+                  "report", logfile=engine.workdir / "foreign-run.log")
     check_results(results, uid, gid, expect_commit=None)
 
 
@@ -404,7 +490,8 @@ def test(engine: Engine, state: dict) -> str:
                                for name in ("readme", "driver", "foreign"))
     state["results"] += [readme, driver, foreign]
     foreign.rmdir()
-    run_seconds = readme_run(engine, readme)
+    check_default_user(engine)
+    run_seconds = readme_run(engine, readme, uid, gid)
     cells = check_results(readme, uid, gid, commit)
     if uid == 0:
         foreign_owner_run(engine, readme, foreign)

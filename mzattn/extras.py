@@ -1,6 +1,6 @@
 r"""Optional dependencies and the extra that installs each.
 
-The core install (``pip install mzattn``) holds what :mod:`mzlayers` and the
+The core install (``pip install .`` from a checkout) holds what :mod:`mzlayers` and the
 registry's pure-PyTorch models need: torch, torch-geometric, numpy and scipy.
 Everything else is an extra of the distribution, imported where it is used
 through :func:`require`, so that a missing package names its extra::
@@ -12,7 +12,8 @@ from types import ModuleType
 
 #: The extras of ``pyproject.toml`` and what each is for.
 EXTRAS = {
-    'repro': 'the reproduction harness (Lightning, torchmetrics, matplotlib, filelock, submitit)',
+    'repro': 'the reproduction harness (Lightning, torchmetrics, matplotlib, filelock, submitit, '
+             'PyYAML)',
     'data': 'the real-data loaders (RDKit, qm9pack, h5py, scikit-learn, torchvision)',
     'mamba': 'the Mamba + PMA baseline (mambapy)',
     'docker': 'mzattn-repro docker (docker-py)',
@@ -52,9 +53,9 @@ def require(module: str, extra: str, feature: str | None = None) -> ModuleType:
 #: The extra that installs each optional top-level module.
 EXTRA_OF_MODULE = {
     'lightning': 'repro', 'torchmetrics': 'repro', 'matplotlib': 'repro',
-    'filelock': 'repro', 'submitit': 'repro', 'rdkit': 'data', 'qm9pack': 'data', 'h5py': 'data',
-    'sklearn': 'data', 'torchvision': 'data', 'mambapy': 'mamba',
-    'docker': 'docker',
+    'filelock': 'repro', 'submitit': 'repro', 'yaml': 'repro',
+    'rdkit': 'data', 'qm9pack': 'data', 'h5py': 'data', 'sklearn': 'data', 'torchvision': 'data',
+    'mambapy': 'mamba', 'docker': 'docker',
 }
 
 

@@ -6,6 +6,7 @@ from torch_geometric.nn.aggr import Aggregation
 from torch_geometric.utils import to_dense_batch
 
 from mzlayers.layout import SetLayout
+from mzlayers.memory import DEFAULT_BUDGET, EncoderShape, check_budget, check_memory
 from mzlayers.mz_set_transformer import MZSetTransformerEncoder
 from mzlayers.validate import (
     check_dim_size,
@@ -106,6 +107,15 @@ class MZSetTransformerAggregation(Aggregation):
             MZ block in backward, in chunks of this many rows, instead of
             storing it (see :class:`~mzlayers.mz_blocks.MZMAB`).
             (default: :obj:`None`)
+        memory_budget (float or int, optional): Before a call runs, its
+            peak memory is estimated from the set sizes
+            (:mod:`mzlayers.memory`, no device read) and a call over the
+            budget raises a :class:`MemoryError` that names the set sizes,
+            the estimate and the options that fit (:obj:`num_induced_points`,
+            the ``'segment'`` backend, :obj:`checkpoint_rows`).  A float is
+            a fraction of the memory free on the device at the call, an int
+            a number of bytes; :obj:`None` disables the check.
+            (default: :obj:`0.5`)
 
     The arguments shared with PyG's class keep its positions; ours (from
     :obj:`num_generators` on) are keyword-only.
@@ -138,8 +148,10 @@ class MZSetTransformerAggregation(Aggregation):
         num_induced_points: int | None = None,
         backend: str = 'auto',
         checkpoint_rows: int | None = None,
+        memory_budget: float | int | None = DEFAULT_BUDGET,
     ):
         super().__init__()
+        check_budget('memory_budget', memory_budget)
         self.channels = channels
         self.num_seed_points = num_seed_points
         self.heads = heads
@@ -149,6 +161,8 @@ class MZSetTransformerAggregation(Aggregation):
         self.backend = backend
         self.num_generators = num_generators
         self.num_induced_points = num_induced_points
+        self.checkpoint_rows = checkpoint_rows
+        self.memory_budget = memory_budget
         self.encoder = MZSetTransformerEncoder(
             channels, channels=channels, heads=heads, num_generators=num_generators,
             num_matrix_generators=num_matrix_generators, ff_channels=2 * channels,
@@ -195,8 +209,29 @@ class MZSetTransformerAggregation(Aggregation):
             layout = self._layout(x, index, ptr, dim_size)
         else:
             x, layout = self._padded(x, index, ptr, dim_size, max_num_elements)
+        self._check_memory(center, layout)
         # PyG's Aggregation.__call__ would re-check (and read index.max()).
         return torch.nn.Module.__call__(self, x, layout=layout)
+
+    def memory_shape(self) -> EncoderShape:
+        r"""What the peak memory of a call depends on besides the set sizes
+        (:meth:`mzlayers.memory.EncoderShape.peak` estimates it)."""
+        return EncoderShape(
+            channels=self.channels, heads=self.heads, num_generators=self.num_generators,
+            num_encoder_blocks=len(self.encoder.encoders),
+            num_seed_points=self.num_seed_points, num_induced_points=self.num_induced_points,
+            checkpoint_rows=self.checkpoint_rows, backend=self.backend)
+
+    def _check_memory(self, center: Tensor, layout: SetLayout) -> None:
+        r"""The memory guard (:obj:`memory_budget`): host sizes only."""
+        shape = self.memory_shape()
+        grad = torch.is_grad_enabled() and (center.requires_grad or any(
+            p.requires_grad for p in self.parameters()))
+        try:
+            check_memory(shape, layout, self.memory_budget, device=center.device,
+                         element_size=center.element_size(), grad=grad)
+        except MemoryError as error:
+            raise MemoryError(f"{self.__class__.__name__}: {error}") from None
 
     def _padded(self, x, index: Tensor | None, ptr: Tensor | None, dim_size: int | None,
                 max_num_elements: int) -> tuple[Tensor | Zonotope, SetLayout]:

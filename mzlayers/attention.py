@@ -30,8 +30,11 @@ Backends:
   without padding and was faster than the padded kernel on every such
   workload we measured.  Everything else — sets of equal size (a view of
   the input, attended without a mask), self-attention over ragged keys, and
-  every call on other devices (not measured) — runs the dense kernel on size
-  buckets whose sets differ at most :obj:`AUTO_MAX_PADDING` times.  On CPU,
+  every call on other devices — runs the dense kernel on size buckets whose
+  sets differ at most :obj:`AUTO_MAX_PADDING` times.  On other devices a
+  batch padded at most :obj:`AUTO_MAX_PADDING` times over (its padding
+  ratio) runs as one bucket: one fused SDPA launch, no bucket index copied
+  to the device (``make gpu-check`` measures it).  On CPU,
   when a batch needs several buckets, each set with at least
   :obj:`AUTO_ALONE_MIN_PAIRS` query-key pairs gets an unpadded bucket of its
   own.
@@ -98,19 +101,25 @@ def set_attention(
             raise ValueError("The 'segment' backend takes ragged batches only; a padded "
                              "batch (bucket_batch, 'mask') needs backend 'auto' or 'dense'")
         return dense_attention(q, k, v, key_layout, query_layout, dropout, None, None)
-    if backend == 'segment' or (backend == 'auto' and _auto_segment(
-            q, key_layout, query_layout)):
+    if backend == 'segment' or (backend == 'auto' and auto_segment(
+            q.device.type, key_layout, query_layout)):
         return segment_attention(q, k, v, key_layout, query_layout, dropout,
                                  SEGMENT_FUSED_MIN_PAIRS)
     if backend == 'dense':
         return dense_attention(q, k, v, key_layout, query_layout, dropout, None, None)
-    alone = AUTO_ALONE_MIN_PAIRS if q.device.type == 'cpu' else None
-    return dense_attention(q, k, v, key_layout, query_layout, dropout, AUTO_MAX_PADDING, alone)
+    if q.device.type != 'cpu':  # one padded bucket (one SDPA launch) where padding is cheap
+        one = key_layout.padding_ratio <= AUTO_MAX_PADDING
+        return dense_attention(q, k, v, key_layout, query_layout, dropout,
+                               None if one else AUTO_MAX_PADDING, None)
+    return dense_attention(q, k, v, key_layout, query_layout, dropout, AUTO_MAX_PADDING,
+                           AUTO_ALONE_MIN_PAIRS)
 
 
-def _auto_segment(q: Tensor, key_layout: SetLayout, query_layout: SetLayout | None) -> bool:
-    r"""Whether ``'auto'`` runs the segment kernel (see the module docstring)."""
-    if q.device.type != 'cpu':
+def auto_segment(device_type: str, key_layout: SetLayout,
+                 query_layout: SetLayout | None) -> bool:
+    r"""Whether ``'auto'`` runs the segment kernel on a device of type
+    :obj:`device_type` (see the module docstring; host sizes only)."""
+    if device_type != 'cpu':
         return False
     if query_layout is None:
         return not key_layout.equal_sizes

@@ -7,6 +7,7 @@ layouts, masks, per-set means) and a cache in which the attention kernels
 (:mod:`mzlayers.kernels`) keep their index tensors, so no layer
 synchronises with the device again.
 """
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Optional
@@ -90,6 +91,34 @@ class SetLayout:
         return cls(batch.long(), num_sets, counts)
 
     @classmethod
+    def from_sizes(cls, batch: Tensor, sizes: Sequence[int],
+                   ptr: Tensor | None = None) -> 'SetLayout':
+        r"""The layout of a batch whose set sizes are known on the host,
+        computed where the batch was made (e.g. from a PyG :obj:`Batch`'s
+        :obj:`ptr` before it moved to the GPU): no device read, no tensor
+        made from host data.  Only the shapes are checked; the sizes must
+        describe the sorted :obj:`batch` (as a PyG :obj:`Batch`'s do).
+
+        Args:
+            batch (torch.Tensor): Sorted set index of every element, :obj:`[N]`.
+            sizes (Sequence[int]): The number of elements of every set.
+            ptr (torch.Tensor, optional): :obj:`[B + 1]` CSR offsets of the
+                sets on :obj:`batch`'s device (a PyG :obj:`Batch`'s
+                :obj:`ptr`); computed on the device when :obj:`None`.
+        """
+        from mzlayers.validate import check_index
+        counts = [int(n) for n in sizes]
+        check_index(batch, sum(counts))
+        if ptr is not None and tuple(ptr.shape) != (len(counts) + 1,):
+            raise ValueError(f"'ptr' must have shape [{len(counts) + 1}] (one offset per "
+                             f"set, plus one), got {tuple(ptr.shape)}")
+        layout = cls(batch.long(), len(counts), counts)
+        if ptr is not None:
+            layout._cache[('ptr',)] = ptr.to(batch.device, torch.long)
+            layout._cache[('counts',)] = layout.ptr.diff()
+        return layout
+
+    @classmethod
     def uniform(cls, num_sets: int, size: int, device: torch.device) -> 'SetLayout':
         r"""The layout of :obj:`num_sets` sets of exactly :obj:`size` elements
         (e.g. the :math:`k` pooled seeds of every set)."""
@@ -122,8 +151,16 @@ class SetLayout:
 
     @property
     def count_tensor(self) -> Tensor:
-        return self.cached(('counts',), lambda: torch.tensor(
-            self.counts, dtype=torch.long, device=self.device))
+        r"""The number of elements of every set, :obj:`[B]`, made on the
+        device from :obj:`batch` (no copy of the host :obj:`counts`: that
+        would synchronise a CUDA stream)."""
+        def build():
+            if self.equal_sizes:
+                size = self.counts[0] if self.counts else 0
+                return torch.full((self.num_sets,), size, dtype=torch.long, device=self.device)
+            ones = torch.ones_like(self.batch)
+            return ones.new_zeros(self.num_sets).scatter_add_(0, self.batch, ones)
+        return self.cached(('counts',), build)
 
     @property
     def ptr(self) -> Tensor:

@@ -4,6 +4,7 @@ import torch
 from torch import Tensor
 from torch.nn import Linear, Parameter
 
+from mzlayers.generator_path import budgeted_generators
 from mzlayers.layout import SetLayout
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.summary import SetSummary
@@ -41,6 +42,11 @@ class MZMultiheadAttention(MultiheadSetAttention):
     :class:`torch.nn.MultiheadAttention` with the same
     :math:`\mathbf{W}_{Q,K,V,O}`.  :math:`W_{\mathrm{mix}}` is per head
     (:obj:`[H, n_g, L]`).
+
+    The generator rows after the attention weights go through
+    :func:`~mzlayers.generator_path.budgeted_generators`, which keeps only
+    the attention output for backward and recomputes the per-head products
+    (first-order gradients).
 
     Variants override :meth:`queries_keys` to change the scores (e.g.
     MZ-GenQK in :mod:`mzattn.baselines` adds generator terms) and are built
@@ -127,18 +133,18 @@ class MZMultiheadAttention(MultiheadSetAttention):
         v_g = self.split_heads(v.generators).transpose(1, 2)  # [N, H, n_g, C]
         values = torch.cat([v_c, v_g], dim=2).flatten(2)  # [N, H, (1 + n_g) C]
         out = self.attend(q, k, values, key_layout, query_layout)
-        out = out.view(-1, H, 1 + G, C)
-        agg = Zonotope(out[:, :, 0], out[:, :, 1:])  # [N_q, H, C], [N_q, H, n_g, C]
+        agg = out.view(-1, H, 1 + G, C)  # centre first: [N_q, H, 1 + n_g, C]
 
         gamma = self.gates(y, key_layout)
         if query_layout is None:  # learned queries: rows are set-major
             gamma = gamma.repeat_interleave(x.center.size(0), dim=0)
         else:
             gamma = gamma[query_layout.batch]
-        o = agg.mz_product_budgeted(self.matrix_center, self.matrix_generators,
-                                    gamma, self.mix)
-        o = Zonotope(o.center.flatten(-2), o.generators.transpose(1, 2).flatten(-2))
-        return o.linear_map(self.lin_o.weight, self.lin_o.bias)
+        center = torch.einsum('hmc,nhc->nhm', self.matrix_center, agg[:, :, 0])
+        generators = budgeted_generators(agg, gamma, self.matrix_center,
+                                         self.matrix_generators, self.mix,
+                                         self.lin_o.weight)  # [N_q, n_g, d]
+        return Zonotope(self.lin_o(center.flatten(-2)), generators)
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.channels}, heads={self.heads}, '

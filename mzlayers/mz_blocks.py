@@ -12,6 +12,7 @@ from torch.nn import LayerNorm, Linear, Parameter
 from mzlayers.blocks import attention_repr, broadcast_queries
 from mzlayers.checkpoint import check_rows, checkpoint_sets
 from mzlayers.feedforward import FeedForward
+from mzlayers.generator_path import centred, generator_tail
 from mzlayers.layout import SetLayout
 from mzlayers.mz_attention import MZMultiheadAttention
 from mzlayers.validate import parameter_dtype, resolve_layout
@@ -41,14 +42,19 @@ class ZonotopeLayerNorm(LayerNorm):
         super().__init__(channels, eps=eps)
 
     def forward(self, z: Zonotope) -> Zonotope:
-        c, G = z.center, z.generators
+        center, scale = self.center_and_scale(z.center)
+        G = z.generators
+        return Zonotope(center, centred(G) * scale.to(G.dtype).unsqueeze(-2))
+
+    def center_and_scale(self, c: Tensor) -> tuple[Tensor, Tensor]:
+        r"""The normalised centres :obj:`[*, d]` and the per-token scale
+        :math:`\mathbf{w} / \sigma(\mathbf{c})` :obj:`[*, d]` of the generators'
+        linear part."""
         # The statistics in float32 at least: in float16 the variance of
         # centre entries above ~256 overflows and would zero the generators.
         c32 = c.float() if torch.finfo(c.dtype).bits < 32 else c
-        centred = c32 - c32.mean(-1, keepdim=True)
-        std = (centred.square().mean(-1, keepdim=True) + self.eps).sqrt()
-        scale = (self.weight / std).unsqueeze(-2).to(G.dtype)  # [*, 1, d]
-        return Zonotope(super().forward(c), (G - G.mean(-1, keepdim=True)) * scale)
+        std = (centred(c32).square().mean(-1, keepdim=True) + self.eps).sqrt()
+        return super().forward(c), self.weight / std
 
 
 class ZonotopeFeedForward(torch.nn.Module):
@@ -106,6 +112,11 @@ class MZMAB(torch.nn.Module):
     on zonotopes: the residuals are Minkowski-free sums of centres and of
     generator rows (the generator budget :math:`n_g` is fixed), the FFN is
     :class:`ZonotopeFeedForward` and the norms :class:`ZonotopeLayerNorm`.
+    After the attention, the generator rows go through
+    :func:`~mzlayers.generator_path.generator_tail`, which keeps only its
+    inputs for backward and recomputes the residual, the norms' linear parts
+    and the generator FFN in row chunks (first-order gradients): the
+    generator activations, :math:`n_g` times the centre's, are not stored.
 
     Args:
         channels (int): Model width :math:`d`.
@@ -211,10 +222,14 @@ class MZMAB(torch.nn.Module):
         """
         x, y = Zonotope(x_center, x_generators), Zonotope(y_center, y_generators)
         o = self.attn(x, y, key_layout, query_layout)
-        x = x.map(lambda t: broadcast_queries(t, query_layout, key_layout))
-        h = self.norm1(Zonotope(x.center + o.center, x.generators + o.generators))
-        out = self.norm2(self.ffn(h))
-        return out.center, out.generators
+        dtype = o.generators.dtype
+        h, scale1 = _norm_center(self.norm1, broadcast_queries(
+            x_center, query_layout, key_layout) + o.center, dtype)
+        out, scale2 = _norm_center(self.norm2, h + self.ffn.center(h), dtype)
+        ffn = self.ffn.generators.net
+        generators = generator_tail(x_generators, o.generators, scale1, scale2,
+                                    ffn[0].weight, ffn[3].weight)
+        return out, generators
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.channels}, heads={self.heads}, '
@@ -223,6 +238,17 @@ class MZMAB(torch.nn.Module):
                 f'ff_channels={self.ff_channels}, backend={self.backend}'
                 f'{_checkpoint_repr(self.checkpoint_rows)}'
                 f'{attention_repr(self.attn, MZMultiheadAttention)})')
+
+
+def _norm_center(norm: torch.nn.Module, c: Tensor, dtype: torch.dtype
+                 ) -> tuple[Tensor, Tensor | None]:
+    r"""A block norm on centres :obj:`[*, d]`: the normalised centres and the
+    scale of the generators' linear part in :obj:`dtype` (:obj:`None`
+    without a norm)."""
+    if not isinstance(norm, ZonotopeLayerNorm):
+        return c, None
+    center, scale = norm.center_and_scale(c)
+    return center, scale.to(dtype)
 
 
 def _checkpoint_repr(rows: int | None) -> str:

@@ -11,6 +11,7 @@ from mzlayers.embedding import ZonotopeEmbedding
 from mzlayers.layout import SetLayout
 from mzlayers.mz_attention import MZMultiheadAttention
 from mzlayers.mz_blocks import MZISAB, MZPMA, MZSAB
+from mzlayers.size_feature import append_size_feature, size_feature_channels
 from mzlayers.validate import check_choice, parameter_dtype, resolve_input
 from mzlayers.zonotope import Zonotope
 
@@ -158,6 +159,11 @@ class MZSetTransformer(torch.nn.Module):
             (see :class:`~mzlayers.mz_blocks.MZMAB`), e.g.
             :class:`~mzattn.baselines.GenQKAttention` for MZ-GenQK.
             (default: :class:`~mzlayers.MZMultiheadAttention`)
+        size_feature (str, optional): Appends a set-size feature to the
+            readout (centres and IHW or signed sum) before the MLP
+            (:obj:`mzlayers.size_feature.SIZE_FEATURES`): :obj:`'log'`,
+            :math:`\log n`; :obj:`None`, none, as in the paper.
+            (default: :obj:`None`)
 
     Options after :obj:`out_channels` are keyword-only.
 
@@ -190,9 +196,11 @@ class MZSetTransformer(torch.nn.Module):
         backend: str = 'auto',
         checkpoint_rows: int | None = None,
         attention: Callable[..., torch.nn.Module] = MZMultiheadAttention,
+        size_feature: str | None = None,
     ):
         super().__init__()
         check_choice('readout', readout, READOUTS)
+        self.size_feature = size_feature
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.channels = channels
@@ -207,8 +215,8 @@ class MZSetTransformer(torch.nn.Module):
             num_seed_points=num_seed_points, num_decoder_blocks=num_decoder_blocks,
             layer_norm=layer_norm, dropout=dropout, summary=summary, backend=backend,
             checkpoint_rows=checkpoint_rows, attention=attention)
-        self.head = MLP([2 * num_seed_points * channels, channels, out_channels],
-                        norm=None)
+        self.head = MLP([2 * num_seed_points * channels + size_feature_channels(size_feature),
+                         channels, out_channels], norm=None)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -216,15 +224,17 @@ class MZSetTransformer(torch.nn.Module):
         self.head.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None, dim_size: int | None = None,
-                *, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+                *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> tuple[Tensor, Tensor]:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
-                                  dtype=parameter_dtype(self))
+                                  layout=layout, dtype=parameter_dtype(self))
         z = self.encoder(x, layout)
         B = layout.num_sets
         width = self.encoder.num_seed_points * self.channels  # [B * k, d] -> [B, k * d]
         ihw = z.ihw().view(B, width)
         extra = ihw if self.readout == 'ihw' else z.signed().view(B, width)
-        return self.head(torch.cat([z.center.view(B, width), extra], dim=-1)), ihw
+        summary = torch.cat([z.center.view(B, width), extra], dim=-1)  # [B, 2 k d]
+        return self.head(append_size_feature(summary, layout, self.size_feature)), ihw
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.in_channels}, {self.out_channels}, '

@@ -9,6 +9,7 @@ from torch_geometric.nn import MLP
 from mzlayers.blocks import PMA, SAB, AttentionFactory
 from mzlayers.layout import SetLayout
 from mzlayers.multihead import MultiheadSetAttention
+from mzlayers.size_feature import append_size_feature, size_feature_channels
 from mzlayers.validate import check_choice
 
 POOLINGS = ('pma', 'mean')
@@ -29,7 +30,9 @@ class PoolingHead(torch.nn.Module):
     no norm).  :obj:`pooling='mean'` replaces PMA and the decoder by the mean
     over the set (the paper's mean-pool head),
     :math:`\mathbf{y}_b = \mathrm{MLP}(\frac{1}{n_b} \sum_{i \in b}
-    \mathbf{h}_i)` with :math:`k = 1`.
+    \mathbf{h}_i)` with :math:`k = 1`.  :obj:`size_feature='log'` appends
+    :math:`\log n_b` to the vector before the MLP
+    (:func:`~mzlayers.size_feature.append_size_feature`).
 
     A set without elements pools to exactly zero before the decoder, also
     when the pooled rows are not the set's elements (e.g. a Perceiver's
@@ -53,6 +56,11 @@ class PoolingHead(torch.nn.Module):
         attention (callable, optional): Builds the attention of PMA and of
             the decoder SABs (see :class:`~mzlayers.MAB`).
             (default: :class:`~mzlayers.MultiheadSetAttention`)
+        size_feature (str, optional): Appends a set-size feature to the
+            pooled summary before the MLP
+            (:obj:`mzlayers.size_feature.SIZE_FEATURES`): :obj:`'log'`,
+            :math:`\log n`; :obj:`None`, none, as in the paper.
+            (default: :obj:`None`)
 
     Options after :obj:`out_channels` are keyword-only.
 
@@ -75,9 +83,12 @@ class PoolingHead(torch.nn.Module):
         dropout: float = 0.0,
         backend: str = 'auto',
         attention: AttentionFactory = MultiheadSetAttention,
+        size_feature: str | None = None,
     ):
         super().__init__()
         check_choice('pooling', pooling, POOLINGS)
+        extra = size_feature_channels(size_feature)
+        self.size_feature = size_feature
         self.channels = channels
         self.out_channels = out_channels
         self.pooling = pooling
@@ -87,7 +98,7 @@ class PoolingHead(torch.nn.Module):
         self.pma = PMA(channels, num_seed_points, **args) if pooling == 'pma' else None
         self.decoders = ModuleList([SAB(channels, **args) for _ in range(
             num_decoder_blocks if pooling == 'pma' else 0)])
-        self.mlp = MLP([self.num_seed_points * channels, channels, out_channels],
+        self.mlp = MLP([self.num_seed_points * channels + extra, channels, out_channels],
                        norm=None)
         self.reset_parameters()
 
@@ -125,9 +136,11 @@ class PoolingHead(torch.nn.Module):
         for decoder in self.decoders:
             h = decoder(h, layout=pooled)
         width = self.num_seed_points * h.size(-1)  # [B * k, d] -> [B, k * d]
-        return self.mlp(h.view(layout.num_sets, width))  # -> [B, out]
+        h = append_size_feature(h.view(layout.num_sets, width), layout, self.size_feature)
+        return self.mlp(h)  # [B, k * d (+ 1)] -> [B, out]
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.channels}, {self.out_channels}, '
                 f'num_seed_points={self.num_seed_points}, '
-                f'decoders={len(self.decoders)}, pooling={self.pooling})')
+                f'decoders={len(self.decoders)}, pooling={self.pooling}'
+                + (f', size_feature={self.size_feature})' if self.size_feature else ')'))

@@ -5,6 +5,7 @@ from torch import Tensor
 from torch.nn import Linear, ModuleList
 
 from mzlayers.blocks import ISAB, AttentionFactory
+from mzlayers.layout import SetLayout
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.pooling_head import PoolingHead
 from mzlayers.validate import parameter_dtype, resolve_input
@@ -52,6 +53,12 @@ class SetTransformer(torch.nn.Module):
         induced_attention (callable, optional): Builds the attention of the
             first MAB of every ISAB (inducing points attending to the set);
             :obj:`None` = :obj:`encoder_attention`. (default: :obj:`None`)
+        size_feature (str, optional): Appends a set-size feature to the
+            pooled summary before the MLP of the
+            :class:`~mzlayers.PoolingHead`
+            (:obj:`mzlayers.size_feature.SIZE_FEATURES`): :obj:`'log'`,
+            :math:`\log n`; :obj:`None`, none, as in the paper.
+            (default: :obj:`None`)
 
     Options after :obj:`out_channels` are keyword-only.
 
@@ -81,6 +88,7 @@ class SetTransformer(torch.nn.Module):
         attention: AttentionFactory = MultiheadSetAttention,
         encoder_attention: AttentionFactory | None = None,
         induced_attention: AttentionFactory | None = None,
+        size_feature: str | None = None,
     ):
         super().__init__()
         self.in_channels = in_channels
@@ -97,7 +105,7 @@ class SetTransformer(torch.nn.Module):
             for _ in range(num_encoder_blocks)])
         self.head = PoolingHead(channels, out_channels, num_seed_points=num_seed_points,
                                 num_decoder_blocks=num_decoder_blocks, pooling=pooling,
-                                attention=attention, **args)
+                                attention=attention, size_feature=size_feature, **args)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -107,9 +115,10 @@ class SetTransformer(torch.nn.Module):
         self.head.reset_parameters()
 
     def forward(self, x: Tensor, batch: Tensor | None = None,
-                dim_size: int | None = None, *, mask: Tensor | None = None) -> Tensor:
+                dim_size: int | None = None, *, mask: Tensor | None = None,
+                layout: SetLayout | None = None) -> Tensor:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
-                                  dtype=parameter_dtype(self))
+                                  layout=layout, dtype=parameter_dtype(self))
         h = self.lin_in(x)
         for encoder in self.encoders:
             h = encoder(h, layout=layout)

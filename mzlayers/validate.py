@@ -143,8 +143,11 @@ def count_sets(batch: Tensor | None, num_elements: int, dim_size: int | None = N
         flags += [(batch[1:] < batch[:-1]).any(), batch[0] < 0]
         clamped = batch.clamp(min=0)
         if dim_size is not None:  # bin dim_size counts the indices beyond the sets
-            counts = torch.bincount(clamped.clamp(max=dim_size), minlength=dim_size + 1)
-        else:
+            # a scatter, not bincount: CUDA's bincount reads the index range to the host
+            ones = torch.ones_like(clamped)
+            counts = ones.new_zeros(dim_size + 1).scatter_add_(
+                0, clamped.clamp(max=dim_size), ones)
+        else:  # the number of sets is read from the device
             counts = torch.bincount(clamped)
     if counts is not None:
         values = read_host(torch.cat([torch.stack(flags).long(), counts]))
@@ -208,12 +211,16 @@ def resolve_layout(x, batch: Tensor | None, dim_size: int | None,
 
 
 def resolve_input(x: Tensor, batch: Tensor | None, dim_size: int | None, channels: int,
-                  *, mask: Tensor | None = None, dtype: torch.dtype | None = None):
-    r"""A model's input: a ragged batch (:func:`resolve_layout`) or, with
-    :obj:`mask`, a padded one (the static-shape path of
-    :func:`~mzlayers.static.bucket_batch`), checked on the host only,
-    shapes and dtypes: no device read, so :func:`torch.compile` traces it
-    without a graph break.  Returns :obj:`x` as flat rows and its
+                  *, mask: Tensor | None = None, layout=None,
+                  dtype: torch.dtype | None = None):
+    r"""A model's input: a ragged batch (:func:`resolve_layout`, one device
+    read) or, with :obj:`mask`, a padded one (the static-shape path of
+    :func:`~mzlayers.static.bucket_batch`), or a ragged batch with its
+    :obj:`layout` made where the batch was built
+    (:meth:`~mzlayers.layout.SetLayout.from_sizes`).  The last two are
+    checked on the host only, shapes and dtypes: no device read, so a CUDA
+    step never waits and :func:`torch.compile` traces it without a graph
+    break.  Returns :obj:`x` as flat rows and its
     :class:`~mzlayers.layout.SetLayout`.
 
     Args:
@@ -226,9 +233,15 @@ def resolve_input(x: Tensor, batch: Tensor | None, dim_size: int | None, channel
         channels (int): The expected feature size.
         mask (torch.Tensor, optional): Boolean :obj:`[B, n]`, :obj:`True` =
             real element. (default: :obj:`None`)
+        layout (SetLayout, optional): The layout of :obj:`batch`, computed
+            where the batch was made; :obj:`batch` must be its
+            :obj:`batch` or :obj:`None`, :obj:`dim_size` its number of sets
+            or :obj:`None`.
         dtype (torch.dtype, optional): The model's parameter dtype.
     """
     from mzlayers.layout import SetLayout
+    if layout is not None:
+        return x, _given_layout(x, batch, dim_size, channels, mask, layout, dtype)
     if mask is None:
         return x, resolve_layout(x, batch, dim_size, channels, dtype=dtype)
     if batch is not None:
@@ -248,6 +261,25 @@ def resolve_input(x: Tensor, batch: Tensor | None, dim_size: int | None, channel
     flat = x.reshape(-1, x.size(-1))
     check_shape(flat, channels, dtype=None if in_autocast(flat) else dtype)
     return flat, SetLayout.padded(mask)
+
+
+def _given_layout(x: Tensor, batch: Tensor | None, dim_size: int | None, channels: int,
+                  mask: Tensor | None, layout, dtype: torch.dtype | None):
+    r"""Checks a model input that comes with its :obj:`layout` (host only)."""
+    if mask is not None:
+        raise ValueError("'layout' describes a ragged batch; pass 'mask' or 'layout', "
+                         "not both")
+    if batch is not None and batch is not layout.batch and batch.shape != layout.batch.shape:
+        raise ValueError(f"'batch' has {batch.numel()} entries but 'layout' describes "
+                         f"{layout.num_elements} elements")
+    if dim_size is not None and dim_size != layout.num_sets:
+        raise ValueError(f"'dim_size' ({dim_size}) differs from the number of sets of "
+                         f"'layout' ({layout.num_sets})")
+    check_shape(x, channels, dtype=None if in_autocast(x) else dtype)
+    if layout.num_elements != x.size(0):
+        raise ValueError(f"'layout' describes {layout.num_elements} elements but "
+                         f"'x' has {x.size(0)}")
+    return layout
 
 
 def in_autocast(x: Tensor) -> bool:

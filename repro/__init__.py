@@ -9,3 +9,6 @@ Kept import-light; the pieces live in submodules:
 * :mod:`.tables`: the table scripts (``repro/tableNN_*.py``,
   ``repro/egnn_comparison.py``); :mod:`.cli`: ``mzattn-repro``.
 """
+from .quiet import filter_library_warnings
+
+filter_library_warnings()  # before a table script's imports load PyG (quiet.LIBRARY_WARNINGS)

@@ -27,16 +27,18 @@ from .cells import (
     peek_record,
 )
 from .commit import ResultsRepository
-from .egnn_comparison import INVARIANT
+from .egnn_comparison import FRAME_DEPENDENT, INVARIANT
 from .faults import RunStopped
 from .launch import CellRun, launch, say
 from .options import (
     LaunchOptions,
+    add_batching_argument,
     add_launch_arguments,
     launch_options_from_args,
     parse_seeds,
 )
 from .runner import grid
+from .table01_depth_separation import KNOBS as TABLE1_KNOBS
 from .tables import load_spec
 from .twins import find_twin, run_of
 
@@ -44,10 +46,12 @@ from .twins import find_twin, run_of
 @dataclass(frozen=True)
 class Entry:
     r"""Cells of one table in a campaign: the given rows (labels) on the
-    given columns, for every seed of the campaign."""
+    given columns, for every seed of the campaign, or for the entry's own
+    :obj:`seeds` where a claim needs more than the campaign runs."""
     table: str
     rows: tuple[str, ...]
     columns: tuple[str, ...]
+    seeds: tuple[int, ...] | None = None
 
 
 _TABLE3_D8 = ("Standard", "Standard (mean-pool head)", "ST-Large", "Perceiver",
@@ -57,6 +61,8 @@ _TABLE6_ROWS = ("Standard", "MZ-Slim (n_g=2, L=1)", "MZ-Med (n_g=4, L=2)",
                 "MZ-Full (n_g=8, L=4)")
 _TABLE1_ROWS = ("ST-4L", "MZAttn-1L")
 _TABLE29_ROWS = ("Set Transformer", "Deep Sets", "Slot Attention", "MZAttn (ours)")
+_TABLE2_ROWS = ("Deep Sets", "Set Transformer", "ST + FiLM", "ST-Large", "Perceiver", "HyperNet",
+                "MZAttn (ours)")
 
 CAMPAIGNS: dict[str, tuple[Entry, ...]] = {
     # Issue 15: the paper's protocol (--profile full) on a 2-core CPU, one seed.
@@ -106,6 +112,32 @@ CAMPAIGNS: dict[str, tuple[Entry, ...]] = {
         Entry("table3-sensitivity", ("Standard", "Standard (mean-pool head)", "MZAttn-Full"),
               ("corner",)),
     ),
+    # Issue 35, item 4: the choices the current verdicts lean on. Table 7's quadratic-TDOF claim
+    # rested on one seed (seeds 0-2 here, whatever --seeds says; finished cells are skipped);
+    # Table 1 at d = 64 >= 2L and with 5K training sets (table01_depth_separation.KNOBS);
+    # Table 3 at d = 16, never run; the scale-free MEB readings at the paper's protocol
+    # (meb-corner's cells, and "unit sets").
+    "knobs": (
+        Entry("table7", ("ST-Large", "MZAttn (ours)", "EGNN"),
+              tuple(c.label for c in FRAME_DEPENDENT), seeds=(0, 1, 2)),
+        Entry("table1", _TABLE1_ROWS, tuple(c.label for c in TABLE1_KNOBS)),
+        Entry("table3", _TABLE3_D8, ("d=16",)),
+        Entry("table3-sensitivity", ("Standard", "Standard (mean-pool head)", "MZAttn-Full"),
+              ("corner", "unit sets")),
+    ),
+    # Issue 35, item 3: the claims whose reading changes, under the reading each task's checks
+    # fix (`mzattn-repro readings`, docs/readings.md; chosen by those statistics alone, before
+    # any of these cells ran): Max is "per-dim-sum" (Tables 6, 29), Task F "unaligned-sum"
+    # (Tables 6, 2); Sum, Range, Task A and Task G keep the reading we built, so Table 2's A
+    # and G (never run at the paper's protocol) run as they are. The cell ids name the reading.
+    # Each cell runs under both batchings (issue 35, item 1): `campaign readings` (masked, the
+    # default) and `campaign readings --batching padded`; the padded cells have ids of their own.
+    "readings": (
+        Entry("table6", _TABLE6_ROWS, ("Max [per-dim-sum]", "RotMatch [unaligned-sum]")),
+        Entry("table29", _TABLE29_ROWS, ("Max [per-dim-sum]",)),
+        Entry("table2", _TABLE2_ROWS, ("F [unaligned-sum]",)),
+        Entry("table2", _TABLE2_ROWS, ("A", "G")),
+    ),
     # Opt-in, for a cluster or a GPU: Table 7's claim on its ten rotation-invariant targets,
     # which paper-protocol does not decide (20 cells, ≈ 20 h of one core at the cap, --status).
     "table7-invariant": (
@@ -117,22 +149,24 @@ r"""Every campaign by name."""
 PROFILE = "full"
 
 
-def campaign_cells(name: str, seeds: tuple[int, ...] = (0,),
-                   profile: str = PROFILE) -> list[Cell]:
-    r"""The cells of campaign :obj:`name` under :obj:`profile`, in run order."""
+def campaign_cells(name: str, seeds: tuple[int, ...] = (0,), profile: str = PROFILE,
+                   batching: str = "masked") -> list[Cell]:
+    r"""The cells of campaign :obj:`name` under :obj:`profile`, their sets
+    batched as :obj:`batching` says, in run order."""
     if name not in CAMPAIGNS:
         raise ValueError(f"unknown campaign {name!r}; known: {', '.join(CAMPAIGNS)}")
     cells = []
     for entry in CAMPAIGNS[name]:
         spec = load_spec(entry.table)
-        cells += grid(spec, profile, list(entry.rows), list(entry.columns), list(seeds))
+        cells += grid(spec, profile, list(entry.rows), list(entry.columns),
+                      list(entry.seeds or seeds), batching)
     return cells
 
 
 def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
                  options: RunOptions | None = None, profile: str = PROFILE,
                  launch_options: LaunchOptions | None = None, commit: bool = False,
-                 readme: str | None = None) -> int:
+                 readme: str | None = None, batching: str = "masked") -> int:
     r"""Runs every cell of campaign :obj:`name` that is neither finished nor
     held by another process, as :obj:`launch_options` dispatch them,
     rebuilding a table's report after each of its cells. The cells start in
@@ -143,7 +177,7 @@ def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
     with them README :obj:`readme`'s rebuilt verdict table. Returns the
     number of cells that failed."""
     after_cell = _committer(name, ResultsRepository(out, readme)) if commit else None
-    statuses = launch(campaign_cells(name, seeds, profile), profile, out, options,
+    statuses = launch(campaign_cells(name, seeds, profile, batching), profile, out, options,
                       launch_options, report_each_cell=True, keep_order=True,
                       after_cell=after_cell)
     return sum(status == "failed" for status in statuses.values())
@@ -206,7 +240,7 @@ def _finished_twin(out: str, config: dict, metric: str) -> str | None:
 
 
 def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
-                 profile: str = PROFILE) -> list[str]:
+                 profile: str = PROFILE, batching: str = "masked") -> list[str]:
     r"""One Markdown table row per cell of the campaign: state, epochs,
     epoch time and the time left at the epoch cap (an upper bound): from
     the cell's last epochs once it has some, else estimated by timing one
@@ -218,7 +252,7 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
              "| --- | --- | --- | --- | --- | --- | --- |"]
     total_left = estimated = 0.0
     runs: dict[tuple[str, str], Cell] = {}  # the first cell of the campaign with each run
-    for cell in campaign_cells(name, seeds, profile):
+    for cell in campaign_cells(name, seeds, profile, batching):
         record, rows = _record(out, cell), _history(out, cell)
         spec = load_spec(cell.table)
         cap = spec.profile(profile).max_epochs
@@ -266,6 +300,7 @@ def cli(argv: list[str]) -> int:
                         help="comma-separated seeds of every cell (default: 0; the paper's "
                              "tables have 3-5)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads per cell")
+    add_batching_argument(parser)
     parser.add_argument("--status", action="store_true", help="print the plan and progress")
     parser.add_argument("--commit", action="store_true",
                         help="commit each finished cell, with its log and the rebuilt reports, "
@@ -276,7 +311,8 @@ def cli(argv: list[str]) -> int:
     add_launch_arguments(parser)
     args = parser.parse_args(argv)
     if args.status:
-        print("\n".join(status_lines(args.name, args.out, tuple(args.seeds), args.profile)))
+        print("\n".join(status_lines(args.name, args.out, tuple(args.seeds), args.profile,
+                                      args.batching)))
         return 0
     if args.readme and not args.commit:
         parser.error("--readme goes with --commit")
@@ -290,7 +326,8 @@ def cli(argv: list[str]) -> int:
                               options=RunOptions(progress=False),
                               profile=args.profile,
                               launch_options=launch_options_from_args(args),
-                              commit=args.commit, readme=args.readme)
+                              commit=args.commit, readme=args.readme,
+                              batching=args.batching)
     except RunStopped as stop:  # SIGTERM / SIGINT or a full disk: finished cells are kept
         print(f"[mzattn-repro] campaign {args.name}: {stop}", file=sys.stderr, flush=True)
         return stop.exit_status

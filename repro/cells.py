@@ -8,6 +8,7 @@ table goes on.
 """
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import os.path as osp
@@ -22,10 +23,11 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 from filelock import FileLock, Timeout
-from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.utilities import rank_zero_only
+from mzattn.datasets.batching import BATCHINGS, check_batching
 
-from .checkpoints import AtomicCheckpointIO, StopBetweenSteps, resumable
+from .checkpoints import AtomicCheckpointIO, CellCheckpoint, StopBetweenSteps, resumable
 from .datamodule import SetDataModule
 from .envinfo import environment_record
 from .faults import (
@@ -36,13 +38,15 @@ from .faults import (
     no_space,
     set_aside,
     stop_on_signals,
+    stop_signal,
 )
 from .history import History
 from .lightning_module import SetModule, output_channels
 from .progress import EpochLogger
 from .quiet import show_progress_bar
 from .spec import Column, Profile, Row, TableSpec, slug
-from .twins import find_twin, run_lock_path, run_of
+from .stages import reach
+from .twins import batching_of, find_twin, run_lock_path, run_of
 
 RECORD_VERSION = 1
 r"""Version of the cell JSON layout."""
@@ -53,16 +57,25 @@ WEIGHT_DECAY = 1e-5  # App. A.1: AdamW weight decay
 
 @dataclass(frozen=True)
 class Cell:
-    r"""One trained model: a row of a table on one of its columns, one seed."""
+    r"""One trained model: a row of a table on one of its columns, one seed,
+    its sets batched as :obj:`batching` says
+    (:obj:`mzattn.datasets.batching.BATCHINGS`)."""
     table: str
     row: Row
     column: Column
     seed: int
+    batching: str = "masked"
+
+    def __post_init__(self) -> None:
+        check_batching(self.batching)
 
     @property
     def cell_id(self) -> str:
-        r"""File-system safe identifier, e.g. :obj:`MZAttn-Full__d_8__s0`."""
-        return f"{slug(self.row.label)}__{slug(self.column.label)}__s{self.seed}"
+        r"""File-system safe identifier, e.g. :obj:`MZAttn-Full__d_8__s0`,
+        and :obj:`MZAttn-Full__d_8__s0__padded` for a batching other than
+        :obj:`"masked"`, so the runs of two batchings never share a file."""
+        cell_id = f"{slug(self.row.label)}__{slug(self.column.label)}__s{self.seed}"
+        return cell_id if self.batching == "masked" else f"{cell_id}__{self.batching}"
 
 
 @dataclass(frozen=True)
@@ -120,6 +133,12 @@ def lock_path(out: str, cell: Cell) -> str:
     return osp.join(table_dir(out, cell.table), "locks", f"{cell.cell_id}.lock")
 
 
+def stage_name(cell: Cell) -> str:
+    r"""A cell as its stage lines name it (:mod:`~mzattn.repro.stages`):
+    :obj:`"{table} {cell_id}"`."""
+    return f"{cell.table} {cell.cell_id}"
+
+
 def checkpoint_dir(out: str, cell: Cell) -> str:
     r"""Checkpoints of a cell: :obj:`{out}/{table}/ckpt/{cell_id}`."""
     return osp.join(table_dir(out, cell.table), "ckpt", cell.cell_id)
@@ -165,9 +184,20 @@ def record_problem(record: Any) -> str | None:
     config = record["config"]
     if not isinstance(config, dict) or not {"row", "column"} <= set(config):
         return "'config' names no row and column"
+    if batching_of(config) not in BATCHINGS:
+        return f"batching {batching_of(config)!r} is not one of {', '.join(BATCHINGS)}"
     if status == "ok" and not isinstance(record["metrics"], dict):
         return "'metrics' is not an object"
     return None
+
+
+def metrics_digest(record: dict[str, Any]) -> str:
+    r"""SHA-256 of a record's :obj:`metrics` and :obj:`test_target_var` as
+    canonical JSON, written with the record (:obj:`metrics_sha256`) so that
+    a later edit of a number shows (:mod:`~mzattn.repro.trust`). A twin
+    that reuses the record keeps it: it covers the numbers, not the cell."""
+    numbers = {"metrics": record.get("metrics"), "test_target_var": record.get("test_target_var")}
+    return hashlib.sha256(json.dumps(numbers, sort_keys=True).encode()).hexdigest()
 
 
 def read_record(path: str) -> dict[str, Any] | None:
@@ -236,7 +266,8 @@ def stale_problem(spec: TableSpec, record: dict[str, Any]) -> str | None:
         return None
     if record.get("profile") not in spec.profiles:
         return f"profile {record.get('profile')!r} is not one of {sorted(spec.profiles)}"
-    cell = Cell(spec.key, row, spec.column(config["column"]), config.get("seed", 0))
+    cell = Cell(spec.key, row, spec.column(config["column"]), config.get("seed", 0),
+                batching_of(config))
     now, then = (json.loads(_identity(c))
                  for c in (cell_config(spec, cell, record["profile"]), config))
     changes = [f"{field} {old!r} (now {new!r})" for field, old, new in _changes(then, now)]
@@ -266,6 +297,7 @@ def cell_config(spec: TableSpec, cell: Cell, profile_name: str) -> dict[str, Any
         "training": {k: v for k, v in asdict(profile).items()
                      if k not in ("seeds", "rows", "columns", "data")},
         "weight_decay": WEIGHT_DECAY, "gradient_clip": GRADIENT_CLIP,
+        "batching": cell.batching,
     }
 
 
@@ -281,19 +313,20 @@ def column_profile(profile: Profile, column: Column) -> Profile:
     return dataclasses.replace(profile, **column.training) if column.training else profile
 
 
-def _callbacks(profile: Profile, ckpt_dir: str, progress: bool,
+def _callbacks(cell: Cell, profile: Profile, ckpt_dir: str, progress: bool,
                history: History) -> list[pl.Callback]:
     callbacks = [
         history,
-        ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/loss", mode="min",
-                        save_top_k=1),
+        CellCheckpoint(dirpath=ckpt_dir, filename="best", monitor="val/loss", mode="min",
+                       save_top_k=1, enable_version_counter=False),
         # last.ckpt after every epoch, once the best one is saved: save_last=True above writes
         # it only in the epochs where val/loss improves, so a kill in a plateau lost them
-        ModelCheckpoint(dirpath=ckpt_dir, filename="last", enable_version_counter=False),
+        CellCheckpoint(dirpath=ckpt_dir, filename="last", enable_version_counter=False),
         EarlyStopping(monitor="val/loss", mode="min", patience=profile.patience),
-        StopBetweenSteps(osp.join(ckpt_dir, "last.ckpt")),
+        StopBetweenSteps(osp.join(ckpt_dir, "last.ckpt"), stage_name(cell)),
     ]
-    return callbacks if progress else [*callbacks, EpochLogger()]
+    label = f"{cell.row.label} {cell.column.label} seed {cell.seed}"
+    return callbacks if progress else [*callbacks, EpochLogger(label)]
 
 
 def cell_data(cell: Cell, profile: Profile, options: RunOptions) -> SetDataModule:
@@ -303,14 +336,17 @@ def cell_data(cell: Cell, profile: Profile, options: RunOptions) -> SetDataModul
     return SetDataModule(cell.column.task, seed=cell.seed,
                          overrides=task_overrides(profile, cell.column),
                          normalize=cell.column.normalize, batch_size=profile.batch_size,
-                         num_workers=options.num_workers, root=options.data_root)
+                         num_workers=options.num_workers, root=options.data_root,
+                         batching=cell.batching)
 
 
 def _build(spec: TableSpec, cell: Cell, profile: Profile,
            options: RunOptions) -> tuple[SetModule, SetDataModule]:
     from mzattn.baselines import build_model
+    reach("data", stage_name(cell))
     data = cell_data(cell, profile, options)
     train, loss = data.train_dataset, spec.loss_of(cell.column.label)
+    reach("model", stage_name(cell))
     num_classes = getattr(train, "num_classes", None) if loss == "cross_entropy" else None
     out = output_channels(loss, data.target_dim, num_classes)
     model = build_model(cell.row.model, data.in_channels, out,
@@ -342,11 +378,12 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
         devices=options.devices, strategy=options.strategy, num_nodes=options.num_nodes,
         precision=options.precision, deterministic=options.deterministic,
         gradient_clip_val=GRADIENT_CLIP,
-        callbacks=_callbacks(profile, ckpt_dir, progress, history),
+        callbacks=_callbacks(cell, profile, ckpt_dir, progress, history),
         logger=False, enable_progress_bar=progress, enable_model_summary=False,
-        default_root_dir=ckpt_dir, num_sanity_val_steps=0, plugins=[AtomicCheckpointIO()])
+        default_root_dir=ckpt_dir, num_sanity_val_steps=0,
+        plugins=[AtomicCheckpointIO(stage_name(cell))])
     last = osp.join(ckpt_dir, "last.ckpt")
-    resumed = resumable(last)  # a corrupt one is set aside: the cell restarts
+    resumed = resumable(last, module)  # a corrupt or foreign one is set aside: a restart
     # AtomicCheckpointIO loads with weights_only=True whatever Lightning asks for
     trainer.fit(module, datamodule=data, ckpt_path=last if resumed else None)
     checkpoint = trainer.checkpoint_callback
@@ -355,9 +392,11 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
     # as they were at the best epoch (a shorter history, early stopping not yet fired)
     early = next(cb for cb in trainer.callbacks if isinstance(cb, EarlyStopping))
     stopped_early, curve = early.stopped_epoch > 0, list(history.rows)
+    reach("test", stage_name(cell))
     test = trainer.test(module, datamodule=data, ckpt_path=best, verbose=False)[0]
     return {
         "metrics": {k.removeprefix("test/"): float(v) for k, v in test.items()},
+        "test_target_var": module.test_target_var,
         "best_val_loss": None if checkpoint.best_model_score is None
         else float(checkpoint.best_model_score),
         "epochs": trainer.current_epoch, "stopped_early": stopped_early,
@@ -421,6 +460,7 @@ def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
         return previous | {"skipped": True}
     try:
         with stop_on_signals():
+            reach("start", stage_name(cell))
             return _run_exclusive(spec, cell, profile, out, options, config)
     except Interrupted as stop:
         raise stop.during(_resume_hint(out, cell)) from None
@@ -507,9 +547,12 @@ def _run_locked(spec: TableSpec, cell: Cell, profile: str, out: str, options: Ru
     start = time.perf_counter()
     try:
         record |= train_cell(spec, cell, profile, out, options) | {"status": "ok"}
+        record["metrics_sha256"] = metrics_digest(record)
     except Exception as error:  # a failed cell must not stop the table
         if is_no_space(error):  # but a full disk must: the cell did not fail
             raise no_space(error, out) from None
+        if (signum := stop_signal()) is not None:  # a write the stop broke off: the stop
+            raise Interrupted(signum) from error
         record |= {"status": "failed", "error": f"{type(error).__name__}: {error}",
                    "traceback": traceback.format_exc()}
         print(f"[mzattn-repro] cell {cell.cell_id} failed: {record['error']}",

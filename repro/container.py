@@ -3,12 +3,15 @@ r"""Entry point of the Docker image (``docker/Dockerfile``):
 the owner of the results folder, so that the files a container writes into a
 mounted host folder belong to whoever owns that folder on the host.
 
-The container starts as root. With ``-v "$PWD/results:/workspace/results"``
-the folder is the host's: made by a user of uid 1001, the run switches to uid
-1001; made by root (or by the engine, when it did not exist), the run stays
-root. The image's own volume belongs to its user ``mzattn`` (uid 1000).
-Started with ``--user UID:GID`` (what ``mzattn-repro docker run`` does), the
-container is not root and runs as that user.
+The container runs as the image's user ``mzattn`` (uid 1000), which owns the
+image's own results volume, or as ``--user UID:GID`` (what ``mzattn-repro
+docker run`` does, with ``--group-add mzattn``): nothing here needs root.
+When a mounted results folder is not writable by the run's user, one line
+says how to run as its owner.
+
+Started as root (``--user 0``), the run switches to the owner of the results
+folder: a host user of uid 1001 gets files of uid 1001; a folder of root (or
+made by the engine, when it did not exist) keeps the run root.
 
 Either way the run belongs to the group of the data caches (``mzattn``, gid
 1000: given here when we switch, by ``--group-add mzattn`` otherwise) and
@@ -16,6 +19,7 @@ runs with umask 002, so that every run user can read and extend the caches,
 which are group-writable and not world-writable.
 """
 import os
+import os.path as osp
 import sys
 
 #: The results volume of the image (``WORKDIR`` plus the CLI's ``results``).
@@ -64,6 +68,10 @@ def main(argv: list[str] | None = None) -> None:
     if ids is not None:
         group = data_group()
         switch_user(*ids, groups=[] if group is None else [group])
+    elif not os.access(RESULTS, os.W_OK | os.X_OK) and osp.isdir(RESULTS):
+        print(f"[mzattn-repro] {RESULTS} is not writable by uid {os.geteuid()}: run as its owner, "
+              'with docker run --user "$(id -u):$(id -g)" --group-add mzattn',
+              file=sys.stderr, flush=True)
     os.umask(0o002)
     os.execvp(COMMAND, [COMMAND, *argv])
 

@@ -4,12 +4,16 @@ tasks (:mod:`mzattn.datasets.synthetic`) and the real datasets of
 loader that resumes in the middle of an epoch."""
 import random
 from collections.abc import Iterator
+from functools import cached_property
 from typing import Any
 
 import lightning.pytorch as pl
 import numpy as np
 import torch
+from mzattn.datasets.batching import check_batching
+from mzattn.datasets.padding import PadSets, largest_set
 from torch.utils.data import Dataset, Sampler
+from torch_geometric.data import Batch
 from torch_geometric.loader import DataLoader
 
 
@@ -116,6 +120,13 @@ class SetDataModule(pl.LightningDataModule):
         batch_size (int, optional): Sets per batch. (default: :obj:`128`)
         num_workers (int, optional): Loader worker processes. (default: :obj:`0`)
         root (str, optional): Dataset cache root. (default: :obj:`None`)
+        batching (str, optional): How a batch holds sets of different sizes
+            (:obj:`mzattn.datasets.batching.BATCHINGS`): :obj:`"masked"`, a
+            ragged PyG batch; :obj:`"padded"`, every set zero-padded to the
+            batch's largest set; :obj:`"padded-dataset"`, to the largest set
+            of the three splits. Padded sets reach the model as sets whose
+            pad rows are real elements with zero features (no mask).
+            (default: :obj:`"masked"`)
     """
     def __init__(
         self,
@@ -126,8 +137,10 @@ class SetDataModule(pl.LightningDataModule):
         batch_size: int = 128,
         num_workers: int = 0,
         root: str | None = None,
+        batching: str = "masked",
     ) -> None:
         super().__init__()
+        self.batching = check_batching(batching)
         if batch_size < 1:
             raise ValueError(f"'batch_size' must be positive (got {batch_size})")
         if num_workers < 0:
@@ -180,8 +193,22 @@ class SetDataModule(pl.LightningDataModule):
                    "generator": torch.Generator().manual_seed(self.seed),
                    "persistent_workers": self.num_workers > 0}
         if index == 0:
-            return ResumableLoader(self.splits[0], seed=self.seed, **options)
-        return DataLoader(self.splits[index], shuffle=False, **options)
+            loader = ResumableLoader(self.splits[0], seed=self.seed, **options)
+        else:
+            loader = DataLoader(self.splits[index], shuffle=False, **options)
+        if self.batching != "masked":  # PyG's loader takes no collate_fn: wrap its own
+            loader.collate_fn = PadSets(loader.collate_fn, self.pad_width)
+        return loader
+
+    @cached_property
+    def pad_width(self) -> int | None:
+        r"""The width every set is padded to: the largest set of the three
+        splits under :obj:`"padded-dataset"`, :obj:`None` (each batch's
+        largest set) under :obj:`"padded"` and :obj:`"masked"`."""
+        if self.batching != "padded-dataset":
+            return None
+        self.setup()
+        return largest_set(self.splits)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader(0)
@@ -192,6 +219,21 @@ class SetDataModule(pl.LightningDataModule):
     def test_dataloader(self) -> DataLoader:
         return self._loader(2)
 
+    def on_before_batch_transfer(self, batch, dataloader_idx: int):
+        r"""Adds :obj:`set_sizes`, the number of elements of every set as a
+        host list, to a collated batch while it is still on the CPU, and
+        checks that its features are finite there: the model's layout
+        (:meth:`~mzlayers.layout.SetLayout.from_sizes`) then needs no device
+        read in the training step."""
+        if isinstance(batch, Batch) and "set_sizes" not in batch:
+            if batch.x.is_floating_point() and not torch.isfinite(batch.x).all():
+                bad = batch.batch[~torch.isfinite(batch.x).all(-1)].unique().tolist()
+                raise ValueError(f"The features 'x' of sets {bad[:10]} of a {self.task} "
+                                 f"batch contain NaN or infinite values")
+            batch.set_sizes = batch.ptr.diff().tolist()
+        return batch
+
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}({self.task}, seed={self.seed}, "
-                f"overrides={self.overrides}, batch_size={self.batch_size})")
+                f"overrides={self.overrides}, batch_size={self.batch_size}, "
+                f"batching={self.batching})")

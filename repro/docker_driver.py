@@ -177,8 +177,8 @@ def run_table(
         shm_size (str, optional): Size of ``/dev/shm``. (default: :obj:`"8g"`)
         user (str, optional): ``uid:gid`` to run as, in the image's group
             :data:`DATA_GROUP` too (``--group-add``), so that it can use the
-            image's data caches; :obj:`None` for the image's rule (the owner of
-            the results folder, :mod:`mzattn.repro.container`).
+            image's data caches; :obj:`None` for the image's user
+            (``mzattn``, :mod:`mzattn.repro.container`).
             (default: :obj:`None`)
         volumes (Sequence[str], optional): Extra mounts in ``docker run -v``
             syntax, ``HOST:CONTAINER[:ro|rw]``. (default: :obj:`()`)

@@ -1,8 +1,8 @@
 r"""What a run survives (:obj:`docs/faults.md`): every file is written
 atomically in its own folder, a full disk stops the run with one message,
-unreadable files are set aside under a new name, and SIGTERM / SIGINT stop
-the run between two writes (while a cell trains, between two training
-steps: :func:`hold_signals`).
+unreadable files are set aside under a new name, and SIGTERM / SIGINT (and
+a SLURM task's preemption signal) stop the run between two writes (while a
+cell trains, between two training steps: :func:`hold_signals`).
 
 A stop is a :class:`RunStopped` (a :class:`BaseException`, so that no
 ``except Exception`` on the way records it as a failed cell); the table
@@ -13,7 +13,7 @@ import errno
 import os.path as osp
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO
 
 from mzattn.datasets._io import atomic_write as _atomic_write
@@ -108,20 +108,29 @@ def atomic_write_text(text: str, path: str) -> None:
     atomic_write(path, lambda f: f.write(text))
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+r"""The signals that stop a run in every :func:`stop_on_signals` block."""
+
+
 class _Hold:
     r"""The signal state of the main thread's innermost :func:`stop_on_signals`
-    block: its handler, and whether a signal is held (:func:`hold_signals`)."""
+    block: its handler and signals, whether a signal is held
+    (:func:`hold_signals`), and the signal that is stopping the run."""
     handler: Callable | None = None
+    signals: tuple[int, ...] = STOP_SIGNALS
     active: bool = False
     pending: int | None = None
+    received: int | None = None
 
 
 @contextlib.contextmanager
-def stop_on_signals() -> Iterator[None]:
-    r"""Within the block, SIGTERM and SIGINT raise :class:`Interrupted`
-    where the main thread is (once: a second signal while stopping is
-    ignored), unless :func:`hold_signals` holds them. Outside the main
-    thread the block runs unchanged."""
+def stop_on_signals(extra: Sequence[int] = ()) -> Iterator[None]:
+    r"""Within the block, SIGTERM, SIGINT, the signals of the enclosing
+    block and :obj:`extra` (a SLURM task adds its preemption signal:
+    :class:`~mzattn.repro.slurm.CellJob`) raise :class:`Interrupted` where
+    the main thread is (once: a second signal while stopping is ignored),
+    unless :func:`hold_signals` holds them. Outside the main thread the
+    block runs unchanged."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -130,26 +139,36 @@ def stop_on_signals() -> Iterator[None]:
     def handler(signum: int, frame) -> None:
         if stopping:
             return
+        _Hold.received = signum
         if _Hold.active and _Hold.pending is None:
             _Hold.pending = signum  # acted on between two steps; a second signal stops now
             return
         stopping.append(signum)
         raise Interrupted(signum)
 
-    outer = _Hold.handler
-    _Hold.handler = handler
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    outer = (_Hold.handler, _Hold.signals, _Hold.received)
+    signals = tuple(dict.fromkeys((*STOP_SIGNALS, *_Hold.signals, *extra)))
+    _Hold.handler, _Hold.signals, _Hold.received = handler, signals, None
+    previous = {s: signal.signal(s, handler) for s in signals}
     try:
         yield
     finally:
         release_signals()
-        _Hold.handler = outer
+        _Hold.handler, _Hold.signals, _Hold.received = outer
         for signum, old in previous.items():
             signal.signal(signum, old)
 
 
+def stop_signal() -> int | None:
+    r"""The signal that is stopping the run, if one arrived in the
+    innermost :func:`stop_on_signals` block (raised or held): an error
+    raised after it, say by a write it broke off, is the stop, not a
+    failure of the cell."""
+    return _Hold.received
+
+
 def hold_signals() -> bool:
-    r"""Holds SIGTERM and SIGINT inside a :func:`stop_on_signals` block until
+    r"""Holds the stop signals inside a :func:`stop_on_signals` block until
     :func:`release_signals`: the first one is only recorded
     (:func:`pending_signal`), so that the run stops where its caller decides
     (between two training steps); a second one stops the run at once.
@@ -161,7 +180,7 @@ def hold_signals() -> bool:
     if _Hold.handler is None or threading.current_thread() is not threading.main_thread():
         return False
     _Hold.active, _Hold.pending = True, None
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    for signum in _Hold.signals:
         signal.signal(signum, _Hold.handler)
     return True
 

@@ -92,6 +92,11 @@ class Run(Protocol):
         r"""Records that it failed for :obj:`reason` (a killed worker, a
         scheduler error), prints the reason, and returns its status."""
 
+    def outcome(self) -> str | None:
+        r"""How it ended, as its own files record it once its process has
+        ended (:obj:`"ok"` or :obj:`"failed"`), :obj:`None` when they
+        record nothing."""
+
     def cost(self) -> float | None:
         r"""Its estimated cost (:mod:`~mzattn.repro.cost`), :obj:`None`
         when unknown: :obj:`--jobs N` starts the costliest first."""
@@ -130,6 +135,15 @@ class CellRun:
         r"""Records the cell as failed for :obj:`reason`
         (:func:`record_failure`) and returns its status."""
         return record_failure(self.cell, self.profile, self.out, reason)["status"]
+
+    def outcome(self) -> str | None:
+        r""":obj:`"ok"` when the cell's JSON holds a finished run of its
+        configuration, :obj:`"failed"` when it records a failure of it."""
+        if self.finished():
+            return "ok"
+        record = readable_record(self.cell, self.out)
+        failed = record is not None and record.get("status") == "failed"
+        return "failed" if failed else None
 
     def cost(self) -> float | None:
         r"""Estimated seconds to train the cell to its epoch cap
@@ -273,12 +287,15 @@ def run_in_processes(runs: Sequence[Run], slots: Sequence[str | None],
     fresh worker. SIGTERM or SIGINT here is passed on to every worker,
     which stops its cell as a table run does
     (:mod:`~mzattn.repro.faults`), and raises
-    :class:`~mzattn.repro.faults.Interrupted` once they have ended."""
+    :class:`~mzattn.repro.faults.Interrupted` once they have ended (a
+    second signal meanwhile is ignored; a worker that does not stop within
+    :obj:`~mzattn.repro.pool.STOP_GRACE_S` is killed). The workers also
+    end when this process is killed (SIGKILL included)."""
     queue = list(runs)
     progress = Progress("cells", [run.cell for run in queue])
     pool = WorkerPool(slots, threads)
-    try:
-        with stop_on_signals():
+    with stop_on_signals():
+        try:
             pool.start(len(queue))  # the workers warm up together
             while queue or pool.running():
                 for slot in pool.idle()[:len(queue)]:
@@ -291,9 +308,9 @@ def run_in_processes(runs: Sequence[Run], slots: Sequence[str | None],
                     progress.end(ended.job.cell, status)
                     on_done(ended.job.cell, status)
             pool.close()
-    except BaseException as stop:  # Interrupted, or an error of this process: stop the cells
-        pool.stop(stop.signum if isinstance(stop, Interrupted) else signal.SIGTERM)
-        raise
+        except BaseException as stop:  # Interrupted, or an error here: stop the cells
+            pool.stop(stop.signum if isinstance(stop, Interrupted) else signal.SIGTERM)
+            raise
 
 
 def in_process(launch_options: LaunchOptions, options: RunOptions) -> bool:
@@ -322,7 +339,7 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
         statuses[cell_key(cell)] = status
         left[cell.table] -= 1
         if left[cell.table] == 0 or (report_each_cell and status in ("ok", "failed")):
-            _write_report(cell.table, out)
+            _write_report(cell.table, out, cell.batching)
         if after_cell is not None:
             after_cell(cell, status)
 
@@ -388,7 +405,7 @@ def _unfinished(runs: Sequence[Run], on_done: Callable[[Any, str], None]) -> lis
     return todo
 
 
-def _write_report(table: str, out: str) -> None:
+def _write_report(table: str, out: str, batching: str) -> None:
     from .report import write_report
     from .tables import load_spec
-    say(f"report: {write_report(load_spec(table), out)}")
+    say(f"report: {write_report(load_spec(table), out, batching)}")

@@ -8,6 +8,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torchmetrics import Accuracy, MeanMetric, MeanSquaredError, MetricCollection, R2Score
 
+from mzlayers.layout import SetLayout
+
 LOSSES = ("mse", "cross_entropy", "gaussian_nll")
 r"""Supported objectives: set regression, set classification and a Gaussian
 likelihood head (mean and variance per target, App. D.5)."""
@@ -39,6 +41,28 @@ def output_channels(loss: str, target_dim: int, num_classes: int | None = None) 
     return 2 * target_dim if loss == "gaussian_nll" else target_dim
 
 
+def target_variance(r2: R2Score) -> list[float]:
+    r"""The biased variance of every target :obj:`[T]` seen by :obj:`r2`,
+    from its own sums (synchronised across processes), so that
+    :math:`R^2 = 1 - \text{MSE} / \text{var}` holds to float rounding for
+    one target (the total sum of squares is the one :obj:`r2` divides by)."""
+    with r2.sync_context():
+        total = r2.total
+        mean = r2.sum_error / total
+        variance = (r2.sum_squared_error - r2.sum_error * mean) / total
+    return variance.reshape(-1).tolist()
+
+
+def batch_layout(data) -> SetLayout | None:
+    r"""The :class:`~mzlayers.layout.SetLayout` of a collated PyG batch that
+    carries its host :obj:`set_sizes` (added by
+    :meth:`~mzattn.repro.datamodule.SetDataModule.on_before_batch_transfer`),
+    else :obj:`None` (the model then reads the sizes from the device)."""
+    if "set_sizes" not in data:
+        return None
+    return SetLayout.from_sizes(data.batch, data.set_sizes, data.ptr)
+
+
 class SetModule(pl.LightningModule):
     r"""Trains a set model :math:`f(x, \text{batch}) \to \hat y` on PyG
     batches with the paper's optimisation (App. A.1): AdamW, a linear
@@ -61,7 +85,11 @@ class SetModule(pl.LightningModule):
 
     Metrics are logged as :obj:`{stage}/{name}` with :obj:`stage` in
     :obj:`train`, :obj:`val`, :obj:`test` (e.g. :obj:`val/loss`,
-    :obj:`test/r2`).
+    :obj:`test/r2`). After a test of a regression, :attr:`test_target_var`
+    holds the variance of every target :obj:`[T]` over the test split, on
+    the original scale, as the :math:`R^2` metric computed it
+    (:func:`target_variance`), so that a record can be checked: for
+    :math:`T = 1`, :math:`R^2 = 1 - \text{MSE} / \text{var}`.
 
     Args:
         model (torch.nn.Module): The set model.
@@ -109,6 +137,7 @@ class SetModule(pl.LightningModule):
         self.register_buffer("target_std", torch.as_tensor(std, dtype=torch.float).view(-1))
         self.metrics = torch.nn.ModuleDict(
             {f"{stage}_metrics": self._metric_collection() for stage in ("train", "val", "test")})
+        self.test_target_var: list[float] | None = None
 
     def _metric_collection(self) -> MetricCollection:
         if self.loss_name == "cross_entropy":
@@ -120,15 +149,18 @@ class SetModule(pl.LightningModule):
         return MetricCollection(metrics)
 
     # -------------------------------------------------------------- model
-    def forward(self, x: Tensor, batch: Tensor, dim_size: int | None = None) -> Tensor:
+    def forward(self, x: Tensor, batch: Tensor, dim_size: int | None = None,
+                layout: SetLayout | None = None) -> Tensor:
         r"""The model's prediction :obj:`[B, out]` (the first entry of a
-        tuple output). Floating-point features are cast to the module's
-        dtype: Lightning's :obj:`"64-true"`, :obj:`"16-true"` and
+        tuple output), given the batch's :obj:`layout` when it is known (no
+        device read in the model). Floating-point features are cast to the
+        module's dtype: Lightning's :obj:`"64-true"`, :obj:`"16-true"` and
         :obj:`"bf16-true"` precisions convert the parameters but not the
         tensors of a PyG batch."""
         if x.is_floating_point() and x.dtype != self.dtype:
             x = x.to(self.dtype)
-        out = self.model(x, batch, dim_size=dim_size)
+        options = {} if layout is None else {"layout": layout}
+        out = self.model(x, batch, dim_size=dim_size, **options)
         return out[0] if isinstance(out, tuple) else out
 
     def denormalize(self, y: Tensor) -> Tensor:
@@ -143,7 +175,7 @@ class SetModule(pl.LightningModule):
 
     # ---------------------------------------------------------- training
     def _step(self, data, stage: str) -> Tensor:
-        out = self(data.x, data.batch, dim_size=data.num_graphs).float()
+        out = self(data.x, data.batch, dim_size=data.num_graphs, layout=batch_layout(data)).float()
         y = data.y
         metrics = self.metrics[f"{stage}_metrics"]
         if self.loss_name == "cross_entropy":
@@ -172,6 +204,8 @@ class SetModule(pl.LightningModule):
 
     def _log_metrics(self, stage: str) -> None:
         metrics = self.metrics[f"{stage}_metrics"]
+        if stage == "test" and "r2" in metrics:
+            self.test_target_var = target_variance(metrics["r2"])
         values = metrics.compute()
         self.log_dict({f"{stage}/{k}": v for k, v in values.items()},
                       prog_bar=stage == "val")

@@ -14,6 +14,12 @@ and the job it was running; the next job of its slot gets a fresh worker.
 SIGTERM / SIGINT to a worker while it runs a job stop that job as a table
 run does (:mod:`.faults`): the worker prints why and exits with
 :obj:`128 + signum`.
+
+A worker lives in its own process group, so that a terminal's Ctrl-C
+reaches the dispatcher only, which passes it on once
+(:meth:`WorkerPool.stop`); and it gets SIGTERM when the dispatcher ends,
+even by SIGKILL (:func:`mzattn.lifetime.die_with_parent`), so that no
+worker goes on training under PID 1.
 """
 import contextlib
 import gc
@@ -21,16 +27,23 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
+
+from mzattn.lifetime import die_with_parent
 
 from .faults import RunStopped, stop_on_signals
 
 WARM_MODULES = ("torch", "torch_geometric", "lightning.pytorch", "mzattn.baselines",
                 "mzattn.repro.cells", "mzattn.repro.tables")
 r"""What a worker imports when it starts, before its first job."""
+
+STOP_GRACE_S = 60.0
+r"""Seconds :meth:`WorkerPool.stop` waits for the workers to stop their
+cells (end the training step, write the checkpoint) before it kills them."""
 
 
 def pin(gpu: str | None, threads: int | None) -> None:
@@ -45,12 +58,15 @@ def pin(gpu: str | None, threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
-def _serve(conn: Connection, gpu: str | None, threads: int | None) -> None:
+def _serve(conn: Connection, gpu: str | None, threads: int | None, parent: int) -> None:
     # The main function of a worker: pinned and warmed once, then one job per message until
     # None. A stop (SIGTERM / SIGINT, a full disk) ends the worker with its exit status; a
-    # job's stop says which cell stopped and how to resume it.
+    # job's stop says which cell stopped and how to resume it. The dispatcher's end (pid
+    # parent) is such a stop.
+    os.setpgid(0, 0)  # terminal signals reach the dispatcher only, which passes them on once
     try:
         with stop_on_signals():
+            die_with_parent(parent)
             pin(gpu, threads)
             for name in WARM_MODULES:
                 __import__(name)
@@ -99,7 +115,8 @@ class Ended:
 class _Worker:
     def __init__(self, context: Any, gpu: str | None, threads: int | None, name: str) -> None:
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, gpu, threads), name=name)
+        self.process = context.Process(target=_serve, args=(child, gpu, threads, os.getpid()),
+                                       name=name)
         self.process.start()
         child.close()
         self.job: Any = None
@@ -168,13 +185,23 @@ class WorkerPool:
         self.workers[slot] = None
         return Ended(slot, job, None, worker.process.exitcode)
 
-    def stop(self, signum: int) -> None:
+    def stop(self, signum: int, grace_s: float = STOP_GRACE_S) -> None:
         r"""Sends :obj:`signum` to every live worker (a running job stops as
-        a table run does and keeps its checkpoints) and waits for them to end."""
+        a table run does and keeps its checkpoints), waits up to
+        :obj:`grace_s` seconds for them to end, and kills (SIGKILL) those
+        that have not, saying so."""
         live = self._live()
         for worker in live:
             with contextlib.suppress(OSError):  # it ended meanwhile
                 os.kill(worker.process.pid, signum)
+        deadline = time.monotonic() + grace_s
+        for worker in live:
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+        for worker in self._live():
+            print(f"[mzattn-repro] {worker.process.name} did not stop within {grace_s:.0f} s "
+                  "of the signal: killed; its cell resumes from its last checkpoint",
+                  file=sys.stderr, flush=True)
+            worker.process.kill()
         self._join(live)
 
     def close(self, timeout: float = 60.0) -> None:

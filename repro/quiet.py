@@ -17,6 +17,9 @@ LIBRARY_WARNINGS = (
     ("The `srun` command is available on your system but is not used", Warning),
     # Lightning's own use of torch's deprecated LeafSpec (lightning/pytorch/utilities/_pytree.py)
     ("`isinstance(treespec, LeafSpec)` is deprecated", Warning),
+    # Lightning's ModelCheckpoint when a cell resumes into its own checkpoint folder, as
+    # designed (lightning/pytorch/callbacks/model_checkpoint.py; .cells)
+    ("Checkpoint directory ", Warning),
 )
 r"""(start of the message, category) of every filtered library warning."""
 
@@ -41,6 +44,14 @@ def show_progress_bar(progress: bool | None = None) -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI")
 
 
+def filter_library_warnings() -> None:
+    r"""Filters :obj:`LIBRARY_WARNINGS` in this process. Importing
+    :mod:`mzattn.repro` calls it, so that a table script run as
+    :obj:`python repro/<script>.py` imports PyG without its warning."""
+    for message, category in LIBRARY_WARNINGS:
+        warnings.filterwarnings("ignore", message=re.escape(message), category=category)
+
+
 def quiet_libraries(progress: bool | None = None) -> None:
     r"""Filters :obj:`LIBRARY_WARNINGS` here and, through
     :obj:`PYTHONWARNINGS`, in every process started from here (the workers
@@ -48,8 +59,7 @@ def quiet_libraries(progress: bool | None = None) -> None:
     and sets the :obj:`LIGHTNING_BANNERS` logger to :obj:`WARNING`. Without a
     progress bar (:func:`show_progress_bar` of :obj:`progress`), a plain log,
     Lightning's other informational lines are left out too."""
-    for message, category in LIBRARY_WARNINGS:
-        warnings.filterwarnings("ignore", message=re.escape(message), category=category)
+    filter_library_warnings()
     given = [o for o in os.environ.get("PYTHONWARNINGS", "").split(",") if o]
     os.environ["PYTHONWARNINGS"] = ",".join(
         given + [o for o in _warning_options() if o not in given])

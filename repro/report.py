@@ -5,11 +5,13 @@ import os
 import os.path as osp
 import sys
 
+from mzattn.datasets.batching import BATCHINGS
+
 from .cells import table_dir
 from .convergence import convergence
 from .faults import atomic_write_text
 from .figures import learning_curves
-from .results import Results
+from .results import Results, batchings_in
 from .spec import TableSpec, Verdict, column_reading
 from .verdicts import decide, decide_study
 
@@ -145,9 +147,15 @@ def _ran_lines(results: Results) -> list[str]:
     return lines
 
 
+def _batching_line(results: Results) -> str:
+    return (f"Batching: **{results.batching}**, {BATCHINGS[results.batching]} "
+            "(docs/reproduction.md, *Batching*).")
+
+
 def _header(spec: TableSpec, results: Results) -> list[str]:
     if not results.ok:
-        return [f"No cell of {spec.key} has finished ({len(results.failed)} failed)."]
+        return [f"No cell of {spec.key} has finished ({len(results.failed)} failed).", "",
+                _batching_line(results)]
     seeds = sorted({r["config"].get("seed") for r in results.ok})
     lines = [f"Ran: profile {', '.join(results.profiles)}; {len(results.ok)} finished cells, "
              f"{len(results.failed)} failed; seeds {', '.join(map(str, seeds))}; training "
@@ -158,7 +166,7 @@ def _header(spec: TableSpec, results: Results) -> list[str]:
     elif results.profiles != ["full"]:
         lines += ["", "Some numbers come from a reduced profile (smaller data, fewer epochs "
                       "and seeds than the paper): a failed check there is inconclusive."]
-    return lines
+    return [*lines, "", _batching_line(results)]
 
 
 def _reading_lines(spec: TableSpec) -> list[str]:
@@ -175,7 +183,7 @@ def _reading_lines(spec: TableSpec) -> list[str]:
 def render(spec: TableSpec, results: Results, figure: str | None = None,
            curves: str | None = None, folder: str | None = None) -> str:
     r"""The markdown report of one table, naming the records it left out
-    (:obj:`results.stale`, :obj:`results.unreadable`); :obj:`folder` is
+    (:obj:`results.set_aside`, :obj:`results.stale`, :obj:`results.unreadable`); :obj:`folder` is
     where a table with :obj:`TableSpec.sections` keeps what they need."""
     paper = paper_table_of(spec)
     lines = [f"# {spec.key}: {spec.title}", "", *_header(spec, results), ""]
@@ -199,6 +207,11 @@ def render(spec: TableSpec, results: Results, figure: str | None = None,
         lines += ["", "## Stale records (not counted: the table's spec changed since they ran; "
                   "their cells run again)", ""]
         lines += [f"- {problem}" for problem in results.stale]
+    if results.set_aside:
+        lines += ["", "## Records set aside (not counted: a record of another cell or table, "
+                  "or numbers that are not a result or contradict each other; "
+                  "see docs/faults.md)", ""]
+        lines += [f"- {problem}" for problem in results.set_aside]
     if results.unreadable:
         lines += ["", "## Unreadable cell files (not counted; their cells run again)", ""]
         lines += [f"- {problem}" for problem in results.unreadable]
@@ -211,23 +224,39 @@ def render(spec: TableSpec, results: Results, figure: str | None = None,
     return "\n".join(lines) + "\n"
 
 
-def write_report(spec: TableSpec, out: str) -> str:
-    r"""Writes :obj:`{out}/{table}/report.md` (and the figure, if the table
-    has one and any cell finished) and returns the report's path. Cell
-    files that cannot be used and stale records are named on stderr and
-    listed in the report, never fatal."""
+def report_name(batching: str, name: str, extension: str) -> str:
+    r"""The file of a report (or of its figures) for :obj:`batching`:
+    :obj:`{name}.{extension}` for :obj:`"masked"`, else
+    :obj:`{name}-{batching}.{extension}`."""
+    return f"{name}.{extension}" if batching == "masked" else f"{name}-{batching}.{extension}"
+
+
+def write_report(spec: TableSpec, out: str, batching: str = "masked") -> str:
+    r"""Writes :obj:`{out}/{table}/report.md`, the report of the masked
+    cells (and the figure, if the table has one and any cell finished), and
+    one :obj:`report-{batching}.md` for every other batching that has
+    records (:func:`report_name`), so that the runs of two batchings never
+    mix; returns the path of :obj:`batching`'s report. Cell files that
+    cannot be used and stale records are named on stderr and listed in the
+    report, never fatal."""
     folder = table_dir(out, spec.key)
     os.makedirs(folder, exist_ok=True)
-    results = Results.load(spec, out)
-    for problem in results.stale + results.unreadable:
+    for each in batchings_in(out, spec.key):
+        _write_report(spec, out, folder, each)
+    return osp.join(folder, report_name(batching, "report", "md"))
+
+
+def _write_report(spec: TableSpec, out: str, folder: str, batching: str) -> str:
+    results = Results.load(spec, out, batching)
+    for problem in results.set_aside + results.stale + results.unreadable:
         print(f"[mzattn-repro] {spec.key}: not counted: {problem}", file=sys.stderr, flush=True)
     figure = None
     if spec.figure is not None and results.ok:
-        figure = osp.join(folder, f"{spec.key}.png")
+        figure = osp.join(folder, report_name(batching, spec.key, "png"))
         spec.figure(results, figure)
-    curves = osp.join(folder, "curves.png")
+    curves = osp.join(folder, report_name(batching, "curves", "png"))
     if not learning_curves(results, curves):
         curves = None
-    path = osp.join(folder, "report.md")
+    path = osp.join(folder, report_name(batching, "report", "md"))
     atomic_write_text(render(spec, results, figure, curves, folder), path)
     return path

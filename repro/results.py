@@ -6,8 +6,12 @@ import statistics
 from collections.abc import Iterator
 from typing import Any
 
+from mzattn.datasets.batching import BATCHINGS
+
 from .cells import RecordError, read_record, stale_problem, table_dir
 from .spec import TableSpec
+from .trust import doubt
+from .twins import batching_of
 
 
 def load_records(out: str, table: str,
@@ -16,15 +20,29 @@ def load_records(out: str, table: str,
     cell id. A file that is unreadable or foreign
     (:class:`~mzattn.repro.cells.RecordError`) is skipped, its path and
     reason appended to :obj:`unreadable`."""
-    folder = osp.join(table_dir(out, table), "cells")
-    records = []
-    for path in sorted(glob.glob(osp.join(folder, "*.json"))):
+    return [record for _, record in record_files(out, table, unreadable)]
+
+
+def record_files(out: str, table: str,
+                 unreadable: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    r"""The path and record of every usable cell file of :obj:`table`
+    (:func:`load_records`)."""
+    files = []
+    for path in sorted(glob.glob(osp.join(table_dir(out, table), "cells", "*.json"))):
         try:
-            records.append(read_record(path))
+            files.append((path, read_record(path)))
         except RecordError as error:
             if unreadable is not None:
                 unreadable.append(str(error))
-    return records
+    return files
+
+
+def batchings_in(out: str, table: str) -> list[str]:
+    r"""The batchings that :obj:`table`'s reports cover: :obj:`"masked"`,
+    the default, then every other of :obj:`mzattn.datasets.batching.BATCHINGS`
+    (in its order) that has a usable cell record under :obj:`out`."""
+    found = {batching_of(record["config"]) for record in load_records(out, table)}
+    return [batching for batching in BATCHINGS if batching == "masked" or batching in found]
 
 
 def set_aside_records(out: str, table: str) -> list[str]:
@@ -43,34 +61,49 @@ class Results:
             each (:meth:`load`). (default: :obj:`()`)
         unreadable (list[str], optional): Cell files that could not be
             used, one line each (:meth:`load`). (default: :obj:`()`)
+        set_aside (list[str], optional): Readable records left out because
+            they failed their identity or consistency checks, one line each
+            naming the file and the reason (:meth:`load`). (default: :obj:`()`)
+        batching (str, optional): The batching of the records
+            (:obj:`mzattn.datasets.batching.BATCHINGS`). (default: :obj:`"masked"`)
     """
     def __init__(self, spec: TableSpec, records: list[dict[str, Any]], *,
-                 stale: list[str] = (), unreadable: list[str] = ()) -> None:
-        self.spec = spec
+                 stale: list[str] = (), unreadable: list[str] = (),
+                 set_aside: list[str] = (), batching: str = "masked") -> None:
+        self.spec, self.batching = spec, batching
         self.stale, self.unreadable = list(stale), list(unreadable)
+        self.set_aside = list(set_aside)
         self.ok = [r for r in records if r.get("status") == "ok"]
         self.failed = [r for r in records if r.get("status") != "ok"]
         self.profiles = sorted({r["profile"] for r in self.ok})
         self._read: set[tuple[str, str]] | None = None
 
     @classmethod
-    def load(cls, spec: TableSpec, out: str) -> "Results":
-        r"""The records of :obj:`spec`'s table under :obj:`out`. A record
-        that is no longer a run of its cell
-        (:func:`~mzattn.repro.cells.stale_problem`) is left out and named in
-        :obj:`stale`; a file that cannot be used (:func:`load_records`), or
-        that a run set aside, in :obj:`unreadable`."""
+    def load(cls, spec: TableSpec, out: str, batching: str = "masked") -> "Results":
+        r"""The records of :obj:`spec`'s table under :obj:`out` whose sets
+        were batched as :obj:`batching` says (a record without the field is
+        a :obj:`"masked"` one): the runs of two batchings never mix. A record
+        that fails its identity or consistency checks
+        (:func:`~mzattn.repro.trust.doubt`) is left out and named, with its
+        file, in :obj:`set_aside`; one that is no longer a run of its cell
+        (:func:`~mzattn.repro.cells.stale_problem`) in :obj:`stale`; a file
+        that cannot be used (:func:`load_records`), or that a run set aside,
+        in :obj:`unreadable`."""
         unreadable: list[str] = []
-        records, stale = [], []
-        for record in load_records(out, spec.key, unreadable):
-            problem = stale_problem(spec, record)
-            if problem is None:
-                records.append(record)
-            else:
+        records, stale, doubted = [], [], []
+        for path, record in record_files(out, spec.key, unreadable):
+            if batching_of(record["config"]) != batching:
+                continue
+            if (problem := doubt(spec, record, path)) is not None:
+                doubted.append(f"{path}: {problem}")
+            elif (problem := stale_problem(spec, record)) is not None:
                 stale.append(f"{record['cell_id']} ({record['profile']} profile): {problem}")
+            else:
+                records.append(record)
         unreadable += [f"{path}: set aside by a run, which reran its cell"
                        for path in set_aside_records(out, spec.key)]
-        return cls(spec, records, stale=stale, unreadable=unreadable)
+        return cls(spec, records, stale=stale, unreadable=unreadable, set_aside=doubted,
+                   batching=batching)
 
     def fullest_profile(self, default: str = "quick") -> str:
         r"""The most complete profile with a finished cell (the spec lists

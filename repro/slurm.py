@@ -2,14 +2,23 @@ r"""Cells on SLURM through :obj:`submitit`: one job array per table, polled
 until every cell has ended (:obj:`mzattn-repro TABLE --launcher slurm`).
 
 A cell that reaches its time limit or is preempted gets :obj:`SIGUSR2`
-from SLURM; :obj:`submitit` then requeues it (:class:`CellJob` is
-:class:`~submitit.helpers.Checkpointable`) and the requeued cell resumes
-from its :obj:`last.ckpt`. Scheduler errors are recorded per cell in plain
-words (:func:`slurm_reason`).
+from SLURM. Whatever the cell is doing then, it stops as a table run stops
+on SIGTERM (:mod:`~mzattn.repro.faults`: between two training steps with a
+checkpoint, or at once before training, never inside a write), and only
+then does :obj:`submitit` requeue it (:class:`CellJob` is
+:class:`~submitit.helpers.Checkpointable`); the requeued cell resumes from
+its last complete :obj:`last.ckpt`. Scheduler errors are recorded per cell
+in plain words (:func:`slurm_reason`).
+
+The outcome of a cell is read from its own JSON record, never from
+:obj:`submitit`'s result pickles: the :obj:`slurm/` folder travels with
+the results, and unpickling a file from it could run code.
 """
 import os.path as osp
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -17,6 +26,7 @@ from typing import Any
 import submitit
 
 from .cells import table_dir
+from .faults import Interrupted, stop_on_signals
 from .launch import Progress, Run, say
 from .options import SlurmOptions
 
@@ -38,13 +48,38 @@ class CellJob(submitit.helpers.Checkpointable):
     r"""A :class:`~mzattn.repro.launch.Run` (a table's
     :class:`~mzattn.repro.launch.CellRun`) as a SLURM array task: requeued
     with the same arguments on time-out or preemption (the cell's
-    :obj:`last.ckpt` holds its progress)."""
+    :obj:`last.ckpt` holds its progress).
+
+    :obj:`submitit` requeues a job from its signal handler, wherever the
+    job is. Here the preemption signal first stops the cell like SIGTERM
+    (:func:`~mzattn.repro.faults.stop_on_signals`), and :obj:`submitit`'s
+    handler runs once the cell has stopped, outside every write."""
 
     def __init__(self, run: Run) -> None:
         self.run = run
 
     def __call__(self) -> str:
-        return self.run()
+        preemption = submitit.JobEnvironment._usr_sig()  # SIGUSR2 unless SUBMITIT_PREEMPT_SIGNAL
+        requeue = signal.getsignal(preemption)  # submitit's checkpoint-and-requeue handler
+        try:
+            with stop_on_signals(extra=(preemption,)):
+                return self.run()
+        except Interrupted as stop:
+            if stop.signum != preemption or not callable(requeue):
+                raise
+            print(f"[mzattn-repro] {stop}; the job is requeued", file=sys.stderr, flush=True)
+        try:
+            requeue(preemption, None)  # checkpoints this job, `scontrol requeue`, exits
+        except subprocess.CalledProcessError as error:
+            if error.returncode >= 0:
+                raise
+            # SLURM ends the job step as soon as it requeues the job, and `scontrol requeue`,
+            # a process of that step, can end with it before it has exited
+            name = signal.Signals(-error.returncode).name
+            print(f"[mzattn-repro] `scontrol requeue` ended by {name} with the job step: the "
+                  "job is being requeued", file=sys.stderr, flush=True)
+            sys.exit(-1)  # as submitit exits after a requeue
+        raise RuntimeError("submitit did not requeue the preempted job")
 
 
 def slurm_reason(state: str, options: SlurmOptions, log: str | None = None) -> str:
@@ -99,14 +134,26 @@ def queue_states(jobs: Sequence[submitit.Job]) -> dict[str, str]:
     return {job_id.strip(): state.strip() for job_id, state in pairs}
 
 
-def _outcome(job: submitit.Job, slurm: SlurmOptions) -> tuple[str, str | None]:
-    # (status, reason) of an ended job; reason is None when the cell wrote its own record
-    if job.paths.result_pickle.exists():
-        try:
-            return job.result(), None
-        except submitit.core.utils.UncompletedJobError as error:
-            return "failed", f"its job raised: {_last_line(str(error))}"
+def _outcome(run: Run, job: submitit.Job, slurm: SlurmOptions) -> tuple[str, str | None]:
+    # (status, reason) of an ended job, from the run's own files (never submitit's pickles);
+    # reason is None when the run recorded how it ended
+    status = run.outcome()
+    if status is not None:
+        return status, None
+    if job.paths.result_pickle.exists():  # the job ended by itself, without a record
+        return "failed", f"its job raised: {_last_line(_tail(job.paths.stderr))}; " \
+                         f"log: {job.paths.stderr}"
     return "failed", slurm_reason(job.state, slurm, str(job.paths.stderr))
+
+
+def _tail(path: Any, size: int = 4096) -> str:
+    # the end of a text file, "" when it cannot be read
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, osp.getsize(path) - size))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _state(job: submitit.Job, queued: dict[str, str], missing: dict[str, int]) -> str:
@@ -148,7 +195,7 @@ def run_on_slurm(runs: Sequence[Run], slurm: SlurmOptions,
             if state != "ended":
                 progress.set(run.cell, state)
                 continue
-            status, reason = _outcome(job, slurm)
+            status, reason = _outcome(run, job, slurm)
             if reason is not None:
                 status = run.fail(reason)
             del pending[job_id]

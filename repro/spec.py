@@ -4,6 +4,7 @@ columns (task settings), its run profiles and its headline claims.
 Every table script (:obj:`repro/tableNN_*.py`) builds one :class:`TableSpec`
 at the top of the file and calls :func:`mzattn.repro.runner.main` with it.
 """
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -129,6 +130,10 @@ class Column:
             "contradicted" (:func:`mzattn.repro.verdicts.decide`): it tested
             our reading, not the paper's task. Whole tasks that are our
             reading are in :obj:`TASK_READINGS`. (default: :obj:`""`)
+        variant_of (str, optional): Label of the column this one re-runs
+            under another reading of its task (:func:`reading_variant`): its
+            cells are set beside that column's paper numbers, and the
+            table's claims stay on the paper's columns. (default: :obj:`""`)
     """
     label: str
     task: str
@@ -139,6 +144,7 @@ class Column:
     metric: str | None = None
     loss: str | None = None
     reading: str = ""
+    variant_of: str = ""
 
     def overrides_for(self, row: "Row") -> dict[str, Any]:
         r"""Constructor overrides of :obj:`row`'s model on this column."""
@@ -189,6 +195,23 @@ Table 2 implies (:mod:`mzattn.repro.analysis.target_variance`). Every column
 on them, at any dimension, is our reading (:func:`column_reading`). Task A
 is not among them: of its two definitions in App. A.2, the one we build
 has the paper's variance (19.9 against 18.1)."""
+
+
+def reading_variant(column: Column, reading: Any) -> Column:
+    r""":obj:`column` under :obj:`reading`, a
+    :class:`~mzattn.repro.analysis.readings.Reading` of :obj:`column`'s task
+    (:obj:`mzattn-repro readings`), labelled :obj:`"{label} [{name}]"` so
+    that its cell ids name the reading. The reading is chosen by the
+    statistics of the paper's own numbers, before any of its cells ran
+    (``docs/readings.md``), never by the verdict it gives."""
+    if reading.task != column.task:
+        raise ValueError(f"reading {reading.name!r} is of task {reading.task!r}, not of column "
+                         f"{column.label!r}'s {column.task!r}")
+    text = (f"reading '{reading.name}' ({reading.text}), the one the paper's own numbers favour "
+            "(`mzattn-repro readings`, docs/readings.md)")
+    return dataclasses.replace(column, label=f"{column.label} [{reading.name}]",
+                               overrides={**column.overrides, **reading.overrides}, reading=text,
+                               variant_of=column.label)
 
 
 def column_reading(column: Column) -> str:
@@ -322,7 +345,10 @@ class TableSpec:
         return self.profiles[name]
 
     def paper_label(self, row: str, column: str) -> tuple[str, str] | None:
-        r"""The paper's :obj:`(row, column)` of our cell (see :obj:`paper_cell`)."""
+        r"""The paper's :obj:`(row, column)` of our cell (see :obj:`paper_cell`;
+        a reading variant has the numbers of the column it re-runs)."""
+        column = next((c.variant_of for c in self.columns if c.label == column and c.variant_of),
+                      column)
         return (row, column) if self.paper_cell is None else self.paper_cell(row, column)
 
     def column(self, label: str) -> Column:

@@ -9,7 +9,7 @@ import re
 
 from .cells import write_json_atomic
 from .report import paper_entry, paper_scale, paper_table_of, verdicts
-from .results import Results
+from .results import Results, batchings_in
 from .spec import TableSpec
 from .tables import list_tables, load_spec
 
@@ -45,18 +45,31 @@ def specs_in(out: str) -> list[TableSpec]:
 def summary_rows(out: str, specs: list[TableSpec]) -> list[dict[str, str]]:
     r"""One row per claim of every table in :obj:`specs`: table, claim,
     verdict, convergence, our numbers beside the paper's, the check's detail,
-    profiles run and command."""
+    profiles run, command, and how many of the table's records its report
+    set aside (:attr:`Results.set_aside`). The claims of a batching other
+    than :obj:`"masked"` (:func:`~mzattn.repro.results.batchings_in`) get
+    rows of their own, their claim text and command naming the batching."""
     rows = []
     for spec in specs:
-        results = Results.load(spec, out)
-        command = f"mzattn-repro {spec.key} --profile {results.fullest_profile()}"
-        for text, result in verdicts(spec, results):
-            rows.append({"table": spec.key, "claim": text, "verdict": result.status,
-                         "convergence": result.convergence,
-                         # the cells of failing conditions first
-                         "numbers": _numbers(spec, results, (*(result.cells or ()), *result.read)),
-                         "detail": result.detail, "profiles": ",".join(results.profiles),
-                         "command": command, "study": spec.study})
+        for batching in batchings_in(out, spec.key):
+            rows += _claim_rows(spec, Results.load(spec, out, batching))
+    return rows
+
+
+def _claim_rows(spec: TableSpec, results: Results) -> list[dict[str, str]]:
+    command = f"mzattn-repro {spec.key} --profile {results.fullest_profile()}"
+    named = "" if results.batching == "masked" else f" ({results.batching} batching)"
+    if named:
+        command += f" --batching {results.batching}"
+    rows = []
+    for text, result in verdicts(spec, results):
+        rows.append({"table": spec.key, "claim": text + named, "verdict": result.status,
+                     "convergence": result.convergence,
+                     # the cells of failing conditions first
+                     "numbers": _numbers(spec, results, (*(result.cells or ()), *result.read)),
+                     "detail": result.detail, "profiles": ",".join(results.profiles),
+                     "command": command, "study": spec.study,
+                     "set_aside": len(results.set_aside)})
     return rows
 
 
@@ -75,6 +88,10 @@ def write_summary(out: str, rows: list[dict[str, str]]) -> str:
     lines += [f"| {r['table']} | {_cell(r['claim'])} | **{r['verdict']}** | "
               f"{r['convergence'] or '—'} | {_cell(r['numbers']) or '—'} | "
               f"{_cell(r['detail'])} | `{r['command']}` |" for r in rows]
+    aside = {r["table"]: r["set_aside"] for r in rows if r.get("set_aside")}
+    if aside:
+        lines += ["", "Records set aside, not counted (each table's report names the files and "
+                  "why): " + ", ".join(f"{table} {count}" for table, count in aside.items()) + "."]
     path = osp.join(out, "SUMMARY.md")
     with open(path + ".tmp", "w") as f:
         f.write("\n".join(lines) + "\n")

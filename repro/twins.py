@@ -25,10 +25,22 @@ def run_of(config: dict[str, Any], place: tuple[str, ...] = PLACE) -> str:
     r"""What determines a cell's run: its configuration (a
     :func:`~mzattn.repro.cells.cell_config`) without the fields
     :obj:`place` (default: the table, row and column labels) and unset
-    training fields, as canonical JSON."""
+    training fields, as canonical JSON. The default batching,
+    :obj:`"masked"`, is left out: records written before the field existed
+    are masked runs, and their identity stays what it was."""
     training = {k: v for k, v in config.get("training", {}).items() if v is not None}
-    run = {k: v for k, v in config.items() if k not in place}
+    run = {k: v for k, v in config.items() if k not in place and k != "batching"}
+    batching = batching_of(config)
+    if batching != "masked":
+        run["batching"] = batching
     return json.dumps(run | {"training": training}, sort_keys=True, default=str)
+
+
+def batching_of(config: dict[str, Any]) -> str:
+    r"""The batching of a cell's configuration
+    (:obj:`mzattn.datasets.batching.BATCHINGS`); :obj:`"masked"` for a
+    record written before the field existed."""
+    return config.get("batching", "masked")
 
 
 def run_lock_path(out: str, config: dict[str, Any], metric: str) -> str:

@@ -4,6 +4,7 @@ import os.path as osp
 import re
 
 import pytest
+import torch
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 README = osp.join(ROOT, "README.md")
@@ -32,6 +33,29 @@ def test_the_two_commands_come_first_and_the_readme_is_short():
 def test_readme_python_block_runs_as_written(index):
     block = python_blocks(_text())[index]
     exec(compile(block, f"README.md python block {index}", "exec"), {"__name__": "readme"})
+
+
+#: Parameters of the generator path (Eq. 3's M_l, gates and W_mix, the generator FFN): they
+#: meet the centre path only in a readout that reads generators (docs/layers.md).
+GENERATOR_PATH = ("matrix_generators", ".mix", ".lin_gate.", ".ffn.generators.")
+
+
+def test_readme_models_train_every_parameter():
+    trained = 0
+    for index, block in enumerate(python_blocks(_text())):
+        scope = {"__name__": "readme"}
+        exec(compile(block, f"README.md python block {index}", "exec"), scope)
+        model = scope.get("model")
+        if not isinstance(model, torch.nn.Module) or all(p.grad is None
+                                                          for p in model.parameters()):
+            continue  # a block that builds a model but trains none
+        grads = dict(model.named_parameters())
+        assert [name for name, p in grads.items() if p.grad is None] == []
+        generator_path = [name for name in grads if any(k in name for k in GENERATOR_PATH)]
+        assert generator_path, "the example has no MZ layer"
+        assert [name for name in generator_path if not grads[name].grad.any()] == []
+        trained += 1
+    assert trained
 
 
 def _links(path: str) -> list[str]:

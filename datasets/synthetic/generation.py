@@ -15,18 +15,27 @@ with :func:`default_workers` processes. The workers run NumPy/SciPy code
 only, so they are forked where the platform allows it (like PyTorch's
 :class:`~torch.utils.data.DataLoader`), which also works from scripts
 without a ``__main__`` guard.
+
+The workers ignore SIGTERM and SIGINT (a stop is the parent's to decide: it
+stops after the chunks in progress, whatever signal reached the process
+group) and are killed when their parent ends
+(:func:`mzattn.lifetime.die_with_parent`), so that none is left computing
+when the parent is killed.
 """
 import functools
 import multiprocessing
 import os
+import signal
 import time
 import warnings
 import zlib
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
-from itertools import repeat
 from typing import Any
 
 import numpy as np
+
+from mzattn.lifetime import blocked_signals, die_with_parent
 
 from ._validate import check_int
 from .tasks import SPLITS, Sample, TaskConfig
@@ -71,6 +80,30 @@ def generate_chunk(name: str, config: TaskConfig, seed: int, split: str,
     return [s._replace(x=s.x.astype(np.float32)) for s in samples]
 
 
+def _in_workers(chunks: Iterable[tuple], workers: int) -> list[list[Sample]]:
+    # generate_chunk(*chunk) for every chunk on forked workers (module docstring). They are
+    # forked with SIGTERM and SIGINT blocked, so that none runs a handler of this process; a
+    # signal to this process meanwhile is delivered once they are started.
+    pool = None
+    try:
+        with warnings.catch_warnings(), blocked_signals(signal.SIGTERM, signal.SIGINT):
+            warnings.simplefilter("ignore", DeprecationWarning)  # Python >= 3.12: fork, threads
+            pool = ProcessPoolExecutor(workers, mp_context=_pool_context(),
+                                       initializer=_start_worker, initargs=(os.getpid(),))
+            futures = [pool.submit(generate_chunk, *chunk) for chunk in chunks]
+        return [future.result() for future in futures]
+    finally:
+        if pool is not None:  # after a stop: once the chunks in progress end
+            pool.shutdown(cancel_futures=True)
+
+
+def _start_worker(parent: int) -> None:
+    # the initializer of a generation worker (module docstring)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_IGN)
+    die_with_parent(parent, signal.SIGKILL)
+
+
 def _pool_context():
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
@@ -98,15 +131,11 @@ def generate_split(name: str, config: TaskConfig, seed: int, split: str, *,
     start = time.perf_counter()
     samples = generate_chunk(name, config, seed, split, 0, sizes[0])
     rest = (time.perf_counter() - start) * (len(sizes) - 1)
-    args = (repeat(name), repeat(config), repeat(seed), repeat(split),
-            range(1, len(sizes)), sizes[1:])
+    args = [(name, config, seed, split, index, size) for index, size in enumerate(sizes[1:], 1)]
     if workers > 1 and len(sizes) > 2 and rest > PARALLEL_MIN_SECONDS:
-        with warnings.catch_warnings():  # Python >= 3.12 warns on fork with threads
-            warnings.simplefilter("ignore", DeprecationWarning)
-            with ProcessPoolExecutor(workers, mp_context=_pool_context()) as pool:
-                chunks = list(pool.map(generate_chunk, *args, chunksize=1))
+        chunks = _in_workers(args, workers)
     else:
-        chunks = list(map(generate_chunk, *args))
+        chunks = [generate_chunk(*chunk) for chunk in args]
     for chunk in chunks:
         samples.extend(chunk)
     return samples

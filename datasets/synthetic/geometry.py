@@ -217,12 +217,20 @@ def diameter(P) -> float:
     return float(pdist(P).max()) if len(P) > 1 else 0.0
 
 
-def chamfer_distance(A, B) -> float:
+CHAMFER_REDUCTIONS = ("mean", "sum")
+r"""How :func:`chamfer_distance` reduces the nearest-neighbour distances of
+each direction."""
+
+
+def chamfer_distance(A, B, reduction: str = "mean") -> float:
     r"""Symmetric Chamfer distance between two point sets,
 
     .. math::
         \mathrm{CD}(A, B) = \frac{1}{|A|} \sum_{a \in A} \min_{b \in B}
-        \|a - b\|^2 + \frac{1}{|B|} \sum_{b \in B} \min_{a \in A} \|a - b\|^2.
+        \|a - b\|^2 + \frac{1}{|B|} \sum_{b \in B} \min_{a \in A} \|a - b\|^2,
+
+    or, with :obj:`reduction="sum"`, the same without the :math:`1 / |A|`,
+    :math:`1 / |B|` (the summed form that grows with the set sizes).
 
     (Squared distances, both directions: the usual point-cloud definition.
     App. B.3 of the paper writes only the first term; the task generators use
@@ -231,13 +239,17 @@ def chamfer_distance(A, B) -> float:
     Args:
         A (numpy.ndarray): Points of shape :obj:`[n, d]`.
         B (numpy.ndarray): Points of shape :obj:`[m, d]`.
+        reduction (str, optional): One of :obj:`CHAMFER_REDUCTIONS`. (default: :obj:`"mean"`)
     """
     A, B = as_points(A, "A"), as_points(B, "B")
     if A.shape[1] != B.shape[1]:
         raise ValueError(f"'A' and 'B' must have the same dimension "
                          f"(got {A.shape[1]} and {B.shape[1]})")
+    if reduction not in CHAMFER_REDUCTIONS:
+        raise ValueError(f"'reduction' must be one of {CHAMFER_REDUCTIONS} (got {reduction!r})")
     D = cdist(A, B, "sqeuclidean")
-    return float(D.min(1).mean() + D.min(0).mean())
+    reduce = np.mean if reduction == "mean" else np.sum
+    return float(reduce(D.min(1)) + reduce(D.min(0)))
 
 
 def knn_radius(P, k: int, reduce: str = "mean") -> float:

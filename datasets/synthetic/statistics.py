@@ -86,29 +86,51 @@ def sum_of_dimension_maxima(X) -> float:
     return float(as_points(X, "X").max(0).sum())
 
 
-def set_reduction(X, reduction: str) -> float:
-    r"""A scalar reduction of a set: :obj:`"sum_of_dimension_maxima"` (Task A,
-    see :func:`sum_of_dimension_maxima`), or, over all :math:`n \cdot d` entries
-    (Tables 25 and 29), :obj:`"max"`, :obj:`"sum"`, :obj:`"median"` or
-    :obj:`"range"` (max minus min).
+REDUCTION_AXES = ("entries", "per-dim-sum", "per-element-sum")
+r"""How :func:`set_reduction` reduces a set :math:`X \in \mathbb{R}^{n \times d}`
+to one number (the paper does not say; each is a reading, see
+``docs/readings.md``):
 
-    The paper does not say how a set of vectors is reduced to one number; we
-    reduce over all entries of the set, so the targets stay scalar for every
-    :math:`d`.
+* :obj:`"entries"`: over all :math:`n \cdot d` entries, :math:`\mathrm{red}_{i,j}
+  x_{ij}` (our first reading);
+* :obj:`"per-dim-sum"`: per coordinate over the elements, then summed,
+  :math:`\sum_j \mathrm{red}_i x_{ij}` (Task A's "sum of dimension-wise maxima");
+* :obj:`"per-element-sum"`: per element over the coordinates, then summed,
+  :math:`\sum_i \mathrm{red}_j x_{ij}` (Task A's formula as printed).
+"""
+
+_REDUCERS = {
+    "max": lambda X, axis: X.max(axis),
+    "sum": lambda X, axis: X.sum(axis),
+    "median": lambda X, axis: np.median(X, axis),
+    "range": lambda X, axis: X.max(axis) - X.min(axis),
+}
+
+
+def set_reduction(X, reduction: str, axes: str = "entries") -> float:
+    r"""A scalar reduction of a set: :obj:`"sum_of_dimension_maxima"` (Task A,
+    see :func:`sum_of_dimension_maxima`), or (Tables 6, 25 and 29)
+    :obj:`"max"`, :obj:`"sum"`, :obj:`"median"` or :obj:`"range"` (max minus
+    min), reduced as :obj:`axes` says.
 
     Args:
         X (numpy.ndarray): Set of shape :obj:`[n, d]`.
         reduction (str): One of :obj:`REDUCTIONS`.
+        axes (str, optional): One of :obj:`REDUCTION_AXES`; Task A's target
+            takes only :obj:`"entries"` (it is already a per-coordinate sum).
+            (default: :obj:`"entries"`)
     """
     X = as_points(X, "X")
+    if axes not in REDUCTION_AXES:
+        raise ValueError(f"'axes' must be one of {REDUCTION_AXES} (got {axes!r})")
     if reduction == "sum_of_dimension_maxima":
+        if axes != "entries":
+            raise ValueError(f"'sum_of_dimension_maxima' is already reduced per coordinate; "
+                             f"'axes' must be 'entries' (got {axes!r})")
         return sum_of_dimension_maxima(X)
-    if reduction == "max":
-        return float(X.max())
-    if reduction == "sum":
-        return float(X.sum())
-    if reduction == "median":
-        return float(np.median(X))
-    if reduction == "range":
-        return float(X.max() - X.min())
-    raise ValueError(f"'reduction' must be one of {REDUCTIONS} (got {reduction!r})")
+    if reduction not in _REDUCERS:
+        raise ValueError(f"'reduction' must be one of {REDUCTIONS} (got {reduction!r})")
+    reduce = _REDUCERS[reduction]
+    if axes == "entries":
+        return float(reduce(X.reshape(-1), 0))
+    return float(reduce(X, 0 if axes == "per-dim-sum" else 1).sum())

@@ -66,16 +66,23 @@ def plan(layout: SetLayout, queries: SetLayout | None, max_padding: float | None
 def _build_plan(layout: SetLayout, queries, max_padding, alone_min_pairs,
                 num_learned) -> list[Bucket]:
     pairs = layout.pair_counts(queries, num_learned)  # also checks the query layout
-    groups = _size_groups(layout.counts, list(range(layout.num_sets)), max_padding)
+    groups = size_groups(layout.counts, list(range(layout.num_sets)), max_padding)
     if len(groups) > 1 and alone_min_pairs is not None:
         alone = [b for b, p in enumerate(pairs) if p >= alone_min_pairs]
         rest = [b for b, p in enumerate(pairs) if p < alone_min_pairs]
         groups = [[b] for b in alone] + (
-            _size_groups(layout.counts, rest, max_padding) if rest else [])
-    return [_bucket(layout, ids, queries, single=len(groups) == 1) for ids in groups]
+            size_groups(layout.counts, rest, max_padding) if rest else [])
+    if len(groups) == 1:  # every set, in order: no index to copy from the host
+        set_ids = [torch.arange(layout.num_sets, device=layout.device)]
+    else:  # one host-to-device copy for the whole plan
+        set_ids = torch.tensor([b for ids in groups for b in ids], dtype=torch.long,
+                               device=layout.device).split([len(ids) for ids in groups])
+    return [_bucket(layout, ids, index, queries, single=len(groups) == 1)
+            for ids, index in zip(groups, set_ids, strict=True)]
 
-def _bucket(layout: SetLayout, ids: list[int], queries, single: bool) -> Bucket:
-    set_ids = torch.tensor(ids, dtype=torch.long, device=layout.device)
+
+def _bucket(layout: SetLayout, ids: list[int], set_ids: Tensor, queries,
+            single: bool) -> Bucket:
     key_index, key_pos, key_width = _padding_index(layout, set_ids, ids, single)
     if layout.mask is not None:  # a padded layout: one bucket, all sets n wide
         mask = layout.mask
@@ -90,7 +97,7 @@ def _bucket(layout: SetLayout, ids: list[int], queries, single: bool) -> Bucket:
     return bucket
 
 
-def _size_groups(counts: list[int], ids: list[int], max_padding: float | None
+def size_groups(counts: list[int], ids: list[int], max_padding: float | None
                  ) -> list[list[int]]:
     r"""Partitions the sets :obj:`ids` into groups whose sizes
     (:obj:`counts[i]`) differ at most :obj:`max_padding` times (a single
@@ -164,8 +171,8 @@ def _dense_bucket(q, k, v, b: Bucket, shared: bool, dropout: float
     S = b.set_ids.numel()
     keys = _to_padded(k, b.key_index, b.key_pos, S, b.key_width)
     values = _to_padded(v, b.key_index, b.key_pos, S, b.key_width)
-    if shared:
-        queries = q.transpose(0, 1).unsqueeze(0).expand(S, -1, -1, -1)
+    if shared:  # materialised: the fused CUDA kernels reject a stride-0 batch dimension
+        queries = q.transpose(0, 1).unsqueeze(0).expand(S, -1, -1, -1).contiguous()
     else:
         queries = _to_padded(q, b.query_index, b.query_pos, S, b.query_width)
     mask = attention_bias(b.key_mask, q.dtype) if b.masked else None

@@ -12,6 +12,8 @@ r"""mzattn.repro.analysis: uncertainty and analysis of trained checkpoints
 * TDOF (:mod:`.tdof`, :mod:`.tdof_tables`): per-task TDOF assignments,
   the Spearman of Figure 2 (right) and its perturbation robustness
   (Table 14).
+* Readings (:mod:`.readings`, :obj:`mzattn-repro readings`): which reading
+  of an under-specified task the paper's own numbers fix, without training.
 
 Command line: :obj:`mzattn-repro analysis ...` (:func:`cli`).
 """

@@ -27,6 +27,7 @@ from ..datamodule import SetDataModule
 from ..faults import atomic_write
 from ..lightning_module import SetModule, output_channels
 from ..spec import Profile
+from ..twins import batching_of
 
 FORMAT = "mzattn-analysis-checkpoint-1"
 
@@ -54,6 +55,9 @@ class CheckpointInfo:
             (default: :obj:`None`)
         training (dict, optional): Training record (epochs, best
             validation loss, wall time). (default: :obj:`{}`)
+        batching (str, optional): How its sets were batched
+            (:obj:`mzattn.datasets.batching.BATCHINGS`); the data module
+            batches them the same way. (default: :obj:`"masked"`)
     """
     model: str
     in_channels: int
@@ -67,6 +71,7 @@ class CheckpointInfo:
     target_mean: list[float] | None = None
     target_std: list[float] | None = None
     training: dict[str, Any] = field(default_factory=dict)
+    batching: str = "masked"
 
     def build(self) -> torch.nn.Module:
         r"""A freshly initialised model of this configuration."""
@@ -76,7 +81,8 @@ class CheckpointInfo:
     def datamodule(self, batch_size: int = 128, root: str | None = None) -> SetDataModule:
         r"""The dataset splits the model was trained on."""
         return SetDataModule(self.task, seed=self.data_seed, overrides=self.task_overrides,
-                             normalize=self.normalize, batch_size=batch_size, root=root)
+                             normalize=self.normalize, batch_size=batch_size, root=root,
+                             batching=self.batching)
 
 
 def save_checkpoint(model: torch.nn.Module, info: CheckpointInfo, path: str) -> None:
@@ -118,7 +124,7 @@ def load_cell_checkpoint(record: str, checkpoint: str, root: str | None = None,
         task=config["task"], data_seed=config["seed"], overrides=config["model_overrides"],
         task_overrides=config["task_overrides"], normalize=config["normalize"],
         init_seed=config["seed"], target_mean=state["target_mean"].tolist(),
-        target_std=state["target_std"].tolist())
+        target_std=state["target_std"].tolist(), batching=batching_of(config))
     model = info.build()
     model.load_state_dict(weights)
     return model.eval(), info

@@ -88,6 +88,10 @@ class TrainingRun:
         r"""Whether its checkpoint exists."""
         return osp.exists(self.path)
 
+    def outcome(self) -> str | None:
+        r""":obj:`"ok"` when its checkpoint exists, else :obj:`None`."""
+        return "ok" if self.finished() else None
+
     def fail(self, reason: str) -> str:
         r"""Prints that it failed for :obj:`reason`; no checkpoint is written."""
         say(f"{self.cell.table} {self.cell.cell_id}: failed: {reason}")

@@ -1,7 +1,10 @@
 """MC-Dropout and Deep Ensembles."""
+import warnings
+
 import pytest
 import torch
 from mzattn.baselines import DeepEnsemble, MCDropout, build_model
+from mzattn.baselines.uncertainty import mean_std
 
 from .helpers import ragged_batch
 
@@ -41,3 +44,13 @@ def test_wrappers_use_the_mz_prediction():
     x, batch, B = ragged_batch(8, dtype=torch.float32)
     mean, std = model(x, batch, dim_size=B)
     assert mean.shape == (B, 1)
+
+
+def test_mean_std_of_an_empty_batch_is_empty_and_silent():
+    samples = torch.randn(5, 0, 1)  # T = 5 passes over zero sets
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch.std's "degrees of freedom is <= 0"
+        mean, std = mean_std(samples)
+    assert mean.shape == std.shape == (0, 1)
+    mean, std = mean_std(torch.tensor([[1.0], [3.0]]))
+    assert mean.tolist() == [2.0] and std.tolist() == [1.0]  # population std

@@ -6,7 +6,13 @@ from itertools import pairwise
 import pytest
 import torch
 from mzattn.bench.cli import SUITES, cli, table30_cli
-from mzattn.bench.measure import Timing, balanced_orders, peak_memory_subprocess, time_interleaved
+from mzattn.bench.measure import (
+    Timing,
+    balanced_orders,
+    peak_memory_dispatch,
+    peak_memory_subprocess,
+    time_interleaved,
+)
 from mzattn.bench.report import BEGIN, END, render_suite, splice_readme
 from mzattn.bench.scaling import loglog_slope
 from mzattn.bench.set_pooling import BASELINE, IMPLEMENTATIONS
@@ -149,6 +155,34 @@ def test_sab_memory_bench_writes_every_row_and_slope(tmp_path, monkeypatch):
         (b, m, n) for m in sab_memory.MODES for b in sab_memory.BLOCKS for n in (16, 32)]
     assert result['loglog_slopes'] == pytest.approx(
         {f'{b}/{m}': 1.0 for b in sab_memory.BLOCKS for m in sab_memory.MODES})
+
+
+def test_peak_memory_dispatch_counts_the_tensors_held_at_once():
+    x = torch.ones(1024)  # allocated before: not counted
+
+    def step():
+        a = x * 2  # 4 KiB
+        b = a + 1  # 8 KiB held together
+        del a, b
+        c = torch.empty(3 * 1024)  # 12 KiB alone: the peak
+        c.view(3, 1024).add_(1)  # a view and an in-place result allocate nothing
+    assert peak_memory_dispatch(step) == 3 * 4096
+    assert peak_memory_dispatch(lambda: None) == 0
+
+
+def test_isab_memory_bench_writes_ratios_against_isab(tmp_path, monkeypatch):
+    from mzattn.bench import isab_memory, overhead
+    monkeypatch.setattr(overhead, 'CONFIGS', {'tiny': (8, 3)})
+    monkeypatch.setattr(overhead, 'BATCH', 2)
+    out = tmp_path / 'isab_memory.json'
+    assert isab_memory.main(['--configs', 'tiny', '--repeats', '1', '--out', str(out)]) == 0
+    rows = json.loads(out.read_text())['results']['tiny']
+    assert set(rows) == set(overhead.BLOCKS)
+    assert rows['isab']['memory_ratio'] == rows['isab']['time_ratio'] == 1.0
+    for row in rows.values():
+        assert row['peak_bytes'] > 0 and row['median_s'] > 0
+        assert row['memory_ratio'] == pytest.approx(
+            row['peak_bytes'] / rows['isab']['peak_bytes'])
 
 
 def test_mamba_scan_bench_times_both_kernels(tmp_path):

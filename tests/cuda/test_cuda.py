@@ -1,5 +1,5 @@
 """On a CUDA device: every registry model gives the CPU's outputs and
-gradients, bf16 autocast trains, and Mamba + PMA's 'auto' scan is mambapy's
+gradients, bf16 autocast trains every one of them, and Mamba + PMA's 'auto' scan is mambapy's
 parallel one. Skipped where no CUDA device is visible."""
 import copy
 import math
@@ -7,6 +7,8 @@ import math
 import pytest
 import torch
 from mzattn.baselines import MambaPMA, build_model, list_models
+
+from mzattn.extras import MissingExtraError
 
 from ..mzlayers.helpers import assert_same_outputs_and_grads, outputs_and_grads, prediction
 
@@ -27,10 +29,19 @@ def full_precision_matmuls():
     torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
 
 
+def build(name: str) -> torch.nn.Module:
+    r"""The registry model :obj:`name` (skipped when its extra is missing,
+    e.g. mambapy on a machine without network)."""
+    try:
+        return build_model(name, 3, 2, **OVERRIDES.get(name, {}))
+    except MissingExtraError as error:
+        pytest.skip(str(error))
+
+
 @pytest.mark.parametrize('name', list_models())
 def test_cuda_matches_cpu(name):
     torch.manual_seed(0)
-    model = build_model(name, 3, 2, **OVERRIDES.get(name, {})).eval()
+    model = build(name).eval()
     twin = copy.deepcopy(model).cuda()
     expected = outputs_and_grads(model, X, BATCH, 4)
     outs, grads = outputs_and_grads(twin, X.cuda(), BATCH.cuda(), 4)
@@ -38,10 +49,14 @@ def test_cuda_matches_cpu(name):
     assert_same_outputs_and_grads(got, expected, atol=1e-4, rtol=1e-3)
 
 
-@pytest.mark.parametrize('name', ['standard', 'mz-full'])
+#: Models whose loss must halve in the bf16 test (every other one must decrease).
+HALVES = ('standard', 'mz-full')
+
+
+@pytest.mark.parametrize('name', list_models())
 def test_bf16_autocast_trains(name):
     torch.manual_seed(0)
-    model = build_model(name, 3, 2).cuda()
+    model = build(name).cuda()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x, batch, target = X.cuda(), BATCH.cuda(), torch.randn(4, 2, device='cuda')
     losses = []
@@ -54,7 +69,7 @@ def test_bf16_autocast_trains(name):
         optimizer.step()
         losses.append(loss.item())
     assert all(math.isfinite(loss) for loss in losses)
-    assert losses[-1] < 0.5 * losses[0]
+    assert losses[-1] < (0.5 if name in HALVES else 1.0) * losses[0]
 
 
 def test_mamba_auto_scan_is_the_parallel_one_and_agrees_with_the_sequential_one(monkeypatch):

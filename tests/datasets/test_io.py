@@ -56,6 +56,16 @@ def test_safe_torch_load_of_a_truncated_file_names_it_without_torch_advice(tmp_p
                                "central directory.)")  # not torch's "your checkpoint file"
 
 
+def test_safe_torch_load_of_a_legacy_file_cut_to_nothing_names_it(tmp_path):
+    path = tmp_path / "pre_transform.pt"  # as a writer beside us leaves it, for a moment
+    torch.save("None", path, _use_new_zipfile_serialization=False)
+    path.write_bytes(path.read_bytes()[:4])  # a bare EOFError(), with no message
+    with pytest.raises(ValueError) as info:
+        safe_torch_load(str(path))
+    assert str(info.value) == (f"{path}: unreadable or unsafe cache file (EOFError: no "
+                               "message: the file is empty or truncated)")
+
+
 def test_a_crafted_processed_cache_is_set_aside_and_rebuilt(tmp_path, caplog):
     root, marker = str(tmp_path / "tiny"), str(tmp_path / "ran")
     path = Tiny(root).processed_paths[0]

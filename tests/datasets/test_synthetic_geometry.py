@@ -196,7 +196,11 @@ def test_chamfer_brute_force():
     a_to_b = sum(min(_dist(a, b) ** 2 for b in B) for a in A) / len(A)
     b_to_a = sum(min(_dist(a, b) ** 2 for a in A) for b in B) / len(B)
     assert chamfer_distance(A, B) == pytest.approx(a_to_b + b_to_a, rel=1e-12)
+    assert chamfer_distance(A, B, "sum") == pytest.approx(a_to_b * len(A) + b_to_a * len(B),
+                                                          rel=1e-12)
     assert chamfer_distance(A, A[::-1]) == 0.0
+    with pytest.raises(ValueError, match="'reduction' must be one of"):
+        chamfer_distance(A, B, "max")
     with pytest.raises(ValueError, match="same dimension"):
         chamfer_distance(A, B[:, :2])
 

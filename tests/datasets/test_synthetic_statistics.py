@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 from mzattn.datasets.synthetic.statistics import (
+    REDUCTION_AXES,
     REDUCTIONS,
     cov_frobenius,
     mahalanobis_distance,
@@ -55,3 +56,32 @@ def test_set_reductions_match_numpy():
     assert sum_of_dimension_maxima([[1.0, 5.0], [3.0, 2.0]]) == 8.0  # max 3 of x_1, 5 of x_2
     with pytest.raises(ValueError, match="'reduction' must be one of"):
         set_reduction(X, "mean")
+
+
+def _brute_force(X, reduction, axes):
+    # plain Python over the entries, independent of set_reduction's numpy axes
+    reduce = {"max": max, "sum": sum, "median": lambda v: float(np.median(v)),
+              "range": lambda v: max(v) - min(v)}[reduction]
+    rows = [list(map(float, row)) for row in X]
+    if axes == "entries":
+        return reduce([v for row in rows for v in row])
+    if axes == "per-dim-sum":
+        return sum(reduce([row[j] for row in rows]) for j in range(len(rows[0])))
+    return sum(reduce(row) for row in rows)
+
+
+@pytest.mark.parametrize("axes", REDUCTION_AXES)
+@pytest.mark.parametrize("reduction", ["max", "sum", "median", "range"])
+def test_reduction_readings_match_brute_force(reduction, axes):
+    X = np.random.default_rng(3).standard_normal((7, 4))
+    assert set_reduction(X, reduction, axes) == pytest.approx(_brute_force(X, reduction, axes),
+                                                              rel=1e-12)
+
+
+def test_per_dim_sum_of_max_is_task_a_and_task_a_takes_no_other_axes():
+    X = np.random.default_rng(4).standard_normal((9, 5))
+    assert set_reduction(X, "max", "per-dim-sum") == sum_of_dimension_maxima(X)
+    with pytest.raises(ValueError, match="'axes' must be 'entries'"):
+        set_reduction(X, "sum_of_dimension_maxima", "per-dim-sum")
+    with pytest.raises(ValueError, match="'axes' must be one of"):
+        set_reduction(X, "max", "per-row")

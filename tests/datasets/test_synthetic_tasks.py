@@ -1,8 +1,16 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pytest
 from mzattn.datasets.synthetic import generation, geometry, statistics
 from mzattn.datasets.synthetic.generation import generate_chunk, generate_split
 from mzattn.datasets.synthetic.tasks import ALIASES, SWEEPS, TASKS, canonical_name, get_config
+
+from tests.processes import alive, children, needs_proc
 
 
 def _samples(name, count=12, split="train", seed=0, **overrides):
@@ -145,6 +153,51 @@ def test_parallel_generation_equals_serial(monkeypatch):
                for a, b in zip(serial, parallel, strict=True))
 
 
+GENERATES = """
+import signal, sys
+from mzattn.datasets.synthetic import generation
+from mzattn.datasets.synthetic.tasks import get_config
+generation.PARALLEL_MIN_SECONDS = 0.0
+signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+print("start", flush=True)
+generation.generate_split("meb", get_config("meb", num_train=40_000), 0, "train", workers=2)
+"""
+
+
+def _generating():
+    # a process generating a split on two workers, in its own process group, and its workers
+    proc = subprocess.Popen([sys.executable, "-c", GENERATES], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout.readline().strip() == "start"
+    deadline = time.monotonic() + 60
+    while len(children(proc.pid)) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    return proc, children(proc.pid)
+
+
+@needs_proc
+def test_sigterm_to_the_process_group_stops_parallel_generation_cleanly():
+    # Python 3.11's pool broke (its workers died of the signal), printed InvalidStateError
+    # tracebacks and hung at exit
+    proc, workers = _generating()
+    os.killpg(proc.pid, signal.SIGTERM)  # as a scheduler or a terminal signals a job
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and "Traceback" not in stderr, stderr
+    assert not any(map(alive, workers))
+
+
+@needs_proc
+def test_generation_workers_end_with_a_killed_parent():
+    proc, workers = _generating()
+    proc.kill()
+    proc.communicate(timeout=60)
+    deadline = time.monotonic() + 5
+    while any(map(alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(alive, workers))
+
+
 def test_alias_and_sweeps():
     assert canonical_name("mst") == "task_g" and ALIASES["mst"] == "task_g"
     for name, sweep in SWEEPS.items():
@@ -186,3 +239,57 @@ def test_impossible_parameters_raise(name, overrides, match):
 def test_unknown_task_raises():
     with pytest.raises(ValueError, match="unknown task 'task_z'"):
         get_config("task_z")
+
+
+@pytest.mark.parametrize("reduction", ["entries", "per-dim-sum", "per-element-sum"])
+def test_reduction_readings_recompute_from_the_set(reduction):
+    for name, target in [("set_max", "max"), ("set_range", "range")]:
+        for s in _samples(name, 4, d=3, reduction=reduction):
+            axis = {"entries": None, "per-dim-sum": 0, "per-element-sum": 1}[reduction]
+            expected = (s.x.max(axis) - (s.x.min(axis) if target == "range" else 0)).sum()
+            assert s.y[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_task_b_summed_chamfer_reading():
+    for mean, total in zip(_samples("task_b", 6), _samples("task_b", 6, chamfer_reduction="sum"),
+                           strict=True):
+        np.testing.assert_array_equal(mean.x, total.x)  # same sets, another target
+        A, B = total.x[total.x[:, 3] == 0, :3], total.x[total.x[:, 3] == 1, :3]
+        D = ((A[:, None] - B[None]) ** 2).sum(-1)
+        assert total.y[0] == pytest.approx(D.min(1).sum() + D.min(0).sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_task_f_unaligned_reading_is_the_chamfer_of_the_given_clouds(reduction):
+    aligned = _samples("task_f", 4, d=4, chamfer_reduction=reduction)
+    unaligned = _samples("task_f", 4, d=4, chamfer="unaligned", chamfer_reduction=reduction)
+    for a, u in zip(aligned, unaligned, strict=True):
+        np.testing.assert_array_equal(a.x, u.x)
+        A, B = u.x[u.x[:, -1] == 0, :-1], u.x[u.x[:, -1] == 1, :-1]
+        D = ((A[:, None] - B[None]) ** 2).sum(-1)
+        reduce = np.mean if reduction == "mean" else np.sum
+        assert u.y[0] == pytest.approx(reduce(D.min(1)) + reduce(D.min(0)), rel=1e-12)
+        assert u.y[0] > a.y[0]  # the rotation is not undone
+    # noise-free: aligned is exactly zero whatever the reduction, unaligned is not
+    assert _samples("task_f", 1, d=4, noise=0.0, chamfer_reduction=reduction)[0].y[0] == \
+        pytest.approx(0.0, abs=1e-18)
+
+
+def test_reading_options_keep_old_cache_keys_at_their_default():
+    for name, field, other in [("set_max", "reduction", "per-dim-sum"),
+                               ("task_b", "chamfer_reduction", "sum"),
+                               ("task_f", "chamfer", "unaligned"),
+                               ("meb", "unit_sets", True)]:
+        assert field not in get_config(name).cache_fields("train")
+        assert get_config(name, **{field: other}).cache_fields("train")[field] == other
+
+
+@pytest.mark.parametrize(("name", "overrides", "match"), [
+    ("set_max", {"reduction": "per-row"}, "'reduction' must be one of"),
+    ("task_a", {"reduction": "per-dim-sum"}, "'reduction' must be 'entries'"),
+    ("task_b", {"chamfer_reduction": "max"}, "'chamfer_reduction' must be one of"),
+    ("task_f", {"chamfer": "rotated"}, "'chamfer' must be one of"),
+])
+def test_bad_reading_options_raise(name, overrides, match):
+    with pytest.raises(ValueError, match=match):
+        get_config(name, **overrides)

@@ -4,6 +4,7 @@ single-node cluster and runs this file; any cluster whose :obj:`sbatch` is
 on the PATH will do)."""
 import glob
 import json
+import os
 import os.path as osp
 import pickle
 import re
@@ -105,16 +106,48 @@ def test_unknown_partition_fails_each_cell_in_plain_words(tmp_path):
                for r in records)
 
 
-def test_a_preempted_cell_is_requeued_and_finishes(tmp_path):
-    out = str(tmp_path / "preempted")
+def _job_logs(out: str, kind: str = "*") -> str:
+    # the job's logs: stdout (`out`: submitit's log, every level), stderr (`err`: ours, and
+    # submitit's warnings again), or both
+    return "".join(open(p, errors="replace").read()
+                   for p in sorted(glob.glob(osp.join(out, TABLE, "slurm", f"*_log.{kind}"))))
+
+
+def _wait_for_text(out: str, text: str, count: int = 1, timeout: float = 900) -> None:
+    # until the job's logs hold `text` `count` times: a stage the cell says, a requeue
+    deadline = time.monotonic() + timeout
+    while _job_logs(out).count(text) < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the job's logs never said {text!r} {count} times:\n"
+                               f"{_job_logs(out)[-4000:]}")
+        time.sleep(1)
+
+
+def test_a_cell_preempted_at_every_stage_is_requeued_and_finishes(tmp_path):
+    # One SLURM preemption (SIGUSR2, what submitit asks SLURM to send before a time limit, and
+    # what `scancel --signal=USR2` sends) at each stage of a cell, in order: before its lock,
+    # while its data and model are made, in training, inside a checkpoint's torch.save, and
+    # while the best checkpoint is tested. Each run pauses at the next stage (MZATTN_PAUSE_AT,
+    # repro/stages.py) and is preempted once its log says so: nothing depends on timing. Each
+    # preemption goes through submitit's requeue; the last run finishes from the checkpoints.
+    out, stages = str(tmp_path / "preempted"), ("start", "data", "model", "training",
+                                                "checkpoint", "test")
+    env = os.environ | {"MZATTN_PAUSE_AT": ",".join(stages),
+                        "MZATTN_PAUSE_DIR": str(tmp_path / "pauses")}
     process = subprocess.Popen(_command(out, *SLURM, "--models", "MZAttn (centers-only Q/K)",
-                                        "--columns", "A"), stdout=subprocess.PIPE, text=True)
-    _wait_for(osp.join(out, TABLE, "locks", "*.lock"))  # training, under submitit's handlers
-    job = osp.basename(_wait_for(osp.join(out, TABLE, "slurm", "*_0_log.out"))).split("_")[0]
-    subprocess.run(["scancel", "--signal=USR2", job], check=True)  # what preemption sends
+                                        "--columns", "A"), stdout=subprocess.PIPE, text=True,
+                               env=env)
+    for count, stage in enumerate(stages, start=1):
+        _wait_for_text(out, f"paused at {stage} ")
+        job = osp.basename(glob.glob(osp.join(out, TABLE, "slurm", "*_0_log.err"))[0])
+        job = job.split("_")[0]
+        subprocess.run(["scancel", "--signal=USR2", job], check=True)
+        _wait_for_text(out, "the job is requeued", count)  # the next stage is in the next run
     stdout, _ = process.communicate(timeout=1800)
     print(stdout[-4000:])
     assert process.returncode == 0
-    logs = "".join(open(p).read() for p in glob.glob(osp.join(out, TABLE, "slurm", "*_log.*")))
-    assert "this job is preempted" in logs and f"Requeued job {job}" in logs
-    assert [r["status"] for r in _cells(out).values()] == ["ok"]
+    assert _job_logs(out, "out").count("this job is preempted") == len(stages)
+    logs = _job_logs(out)
+    assert "Traceback" not in logs and "failed" not in logs
+    [record] = _cells(out).values()
+    assert record["status"] == "ok" and record["resumed"]

@@ -175,3 +175,25 @@ def test_mz_attention_factory_gets_the_block_options():
 def test_long_signatures_are_keyword_only(build):
     with pytest.raises(TypeError, match='positional'):
         build()
+
+
+_GENERATOR_PATH = ("matrix_generators", ".mix", ".lin_gate.", ".ffn.generators.")
+
+
+@pytest.mark.parametrize("readout", ["center", "center+ihw"])
+def test_generators_meet_the_centres_only_in_a_readout_that_reads_them(readout):
+    # docs/layers.md: MZISAB -> global mean pool; a centre-only readout leaves mab2's
+    # generator path without gradients and mab1's with exactly zero ones
+    from torch_geometric.nn import global_mean_pool
+    x, batch, num_sets = ragged_batch(channels=16)
+    isab = MZISAB(16, num_induced_points=4, heads=2).double()
+    z = isab(x, batch, num_sets)
+    read = z.center if readout == "center" else torch.cat([z.center, z.ihw()], dim=-1)
+    global_mean_pool(read, batch).square().sum().backward()
+    path = {n: p.grad for n, p in isab.named_parameters() if any(k in n for k in _GENERATOR_PATH)}
+    assert len(path) == 12  # six tensors in each MZ-MAB
+    if readout == "center":
+        assert {n for n, g in path.items() if g is None} == {n for n in path if "mab2" in n}
+        assert all(not g.any() for n, g in path.items() if "mab1" in n)
+    else:
+        assert all(g is not None and g.any() for g in path.values())

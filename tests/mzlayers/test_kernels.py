@@ -38,6 +38,38 @@ def test_query_chunks_match_one_call(monkeypatch, masked):
         torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
 
 
+@pytest.mark.parametrize('masked', [False, True])
+def test_query_chunks_without_grad_fill_one_output(monkeypatch, masked):
+    g = torch.Generator().manual_seed(1)
+    q, k = (torch.randn(3, 2, n, 4, dtype=torch.float64, generator=g) for n in (17, 11))
+    v = torch.randn(3, 2, 11, 12, dtype=torch.float64, generator=g)
+    mask = torch.zeros(3, 1, 1, 11, dtype=torch.float64)
+    mask[1, ..., 5:] = torch.finfo(torch.float64).min
+    mask = mask if masked else None
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    monkeypatch.setattr(sdpa_module, 'MAX_SCORE_ELEMENTS', 3 * 2 * 4 * 11)  # 4 queries
+    out = sdpa(q, k, v, attn_mask=mask)  # 5 chunks, the last of 1 query
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=0)
+
+
+def test_query_chunks_keep_their_dropout_masks_in_backward(monkeypatch):
+    g = torch.Generator().manual_seed(2)
+    q = torch.randn(2, 2, 9, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    k = torch.randn(2, 2, 7, 4, dtype=torch.float64, generator=g, requires_grad=True)
+    v = torch.randn(2, 2, 7, 8, dtype=torch.float64, generator=g, requires_grad=True)
+    monkeypatch.setattr(sdpa_module, 'MAX_SCORE_ELEMENTS', 2 * 2 * 3 * 7)  # 3 queries
+    torch.manual_seed(0)
+    out = sdpa(q, k, v, dropout_p=0.5)
+    grads = torch.autograd.grad(out.square().sum(), (q, k, v))
+    torch.manual_seed(0)  # the same chunks, the same draws, plain autograd
+    ref = torch.cat([F.scaled_dot_product_attention(qc, k, v, dropout_p=0.5)
+                     for qc in q.split(3, dim=-2)], dim=-2)
+    ref_grads = torch.autograd.grad(ref.square().sum(), (q, k, v))
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=0)
+    for a, b in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+
+
 def test_mz_self_attention_on_one_large_set_is_chunked(monkeypatch):
     seen = []
     original = F.scaled_dot_product_attention

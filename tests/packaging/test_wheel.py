@@ -20,15 +20,26 @@ def _package_dirs() -> dict[str, str]:
 
 
 def _expected_modules() -> set[str]:
-    r"""Every ``.py`` file under a mapped folder, as its path in the wheel."""
+    r"""Every ``.py`` file under a mapped folder and every data file that
+    ``package-data`` names (the paper's values), as its path in the wheel."""
+    setuptools = tomllib.loads((ROOT / 'pyproject.toml').read_text())['tool']['setuptools']
+    patterns = setuptools.get('package-data', {})
     expected = set()
     for name, folder in _package_dirs().items():
-        for source in (ROOT / folder).rglob('*.py'):
+        sources = [*(ROOT / folder).rglob('*.py'),
+                   *(path for pattern in patterns.get(name, ()) for path in
+                     (ROOT / folder).glob(pattern))]
+        for source in sources:
             relative = source.relative_to(ROOT / folder)
             if '__pycache__' in relative.parts:
                 continue
             expected.add('/'.join([*name.split('.'), *relative.parts]))
     return expected
+
+
+def test_the_paper_values_are_package_data():
+    assert {path for path in _expected_modules() if path.endswith('.yaml')} == {
+        f'mzattn/repro/paper/{path.name}' for path in (ROOT / 'repro/paper').glob('*.yaml')}
 
 
 def test_every_source_folder_is_a_listed_package():
@@ -57,3 +68,4 @@ def test_the_wheel_holds_every_module(tmp_path):
     wheel, = (tmp_path / 'dist').glob('mzattn-*.whl')
     shipped = set(zipfile.ZipFile(wheel).namelist())
     assert _expected_modules() - shipped == set()
+    assert 'mzattn/repro/analysis/readings.toml' in shipped  # data read at run time

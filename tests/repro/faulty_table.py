@@ -6,12 +6,15 @@ of 8 batches at learning rate 1e-30 (no change) with patience 1, so that early s
 fires at the end of its second epoch; the other columns take one to three
 epochs. :obj:`$FAULTY_SIGNAL=NAME@EPOCH:BATCH` (e.g. :obj:`SIGTERM@1:3`, both
 0-based) makes the process send itself that signal during that training
-step, once."""
+step, once. Under :obj:`--jobs N` the pool's workers (spawned: they run
+this file's top level as :obj:`__mp_main__`) find the table by its key
+too (:func:`register`)."""
 import dataclasses
 import os
 import signal
 import sys
 
+from mzattn.repro import tables
 from mzattn.repro.lightning_module import SetModule
 from mzattn.repro.runner import main
 from mzattn.repro.spec import SMOKE, Column, Row, TableSpec
@@ -43,8 +46,18 @@ def signal_during_step(name: str, epoch: int, batch: int) -> None:
     SetModule.training_step = training_step
 
 
+def register(table: TableSpec) -> None:
+    r"""Makes :func:`~mzattn.repro.tables.load_spec` return :obj:`table` for
+    its key in this process."""
+    load_spec = tables.load_spec
+    tables.load_spec = lambda key: table if key == table.key else load_spec(key)
+
+
+SPEC = spec(int(os.environ.get("FAULTY_EPOCHS", 10_000)))
+if __name__ in ("__main__", "__mp_main__"):
+    register(SPEC)
 if __name__ == "__main__":
     if "FAULTY_SIGNAL" in os.environ:
         name, position = os.environ["FAULTY_SIGNAL"].split("@")
         signal_during_step(name, *map(int, position.split(":")))
-    sys.exit(main(spec(int(os.environ.get("FAULTY_EPOCHS", 10_000))), sys.argv[1:]))
+    sys.exit(main(SPEC, sys.argv[1:]))

@@ -94,7 +94,8 @@ def test_table_script_runs_as_a_plain_script(tmp_path):
     assert (tmp_path / "figure2" / "figure2.png").exists()
 
 
-def test_load_cell_checkpoint_of_a_harness_cell(tmp_path, options):
+@pytest.mark.parametrize("batching", ["masked", "padded"])
+def test_load_cell_checkpoint_of_a_harness_cell(tmp_path, options, batching):
     import dataclasses
 
     from mzattn.repro.analysis.checkpoint import load_cell_checkpoint
@@ -104,13 +105,14 @@ def test_load_cell_checkpoint_of_a_harness_cell(tmp_path, options):
     spec = load_spec("table3")
     keep = dataclasses.replace(options, keep_checkpoints=True)
     records = run_table(spec, "smoke", models=["MZAttn-Full"], columns=["d=8"],
-                        out=str(tmp_path), options=keep)
+                        out=str(tmp_path), options=keep, batching=batching)
     assert records[0]["status"] == "ok", records[0].get("traceback")
-    cell = grid(spec, "smoke", ["MZAttn-Full"], ["d=8"])[0]
+    cell = grid(spec, "smoke", ["MZAttn-Full"], ["d=8"], batching=batching)[0]
     ckpt = os.path.join(checkpoint_dir(str(tmp_path), cell), "best.ckpt")
     model, info = load_cell_checkpoint(cell_path(str(tmp_path), cell), ckpt,
                                        root=options.data_root)
     assert info.model == "mz-full" and info.task == "meb" and info.in_channels == 8
+    assert info.batching == batching and info.datamodule().batching == batching
     state = torch.load(ckpt, map_location="cpu", weights_only=True)["state_dict"]
     assert torch.equal(model.state_dict()["head.lins.0.weight"],
                        state["model.head.lins.0.weight"])

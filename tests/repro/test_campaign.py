@@ -48,7 +48,8 @@ def test_paper_protocol_lists_the_issues_cells_then_mamba_and_egnn():
     cells = campaign_cells("paper-protocol")
     assert len(cells) == 74
     table1 = {c.column.label for c in cells if c.table == "table1"}
-    assert table1 == {c.label for c in load_spec("table1").columns}  # every L of its claims
+    from mzattn.repro.table01_depth_separation import PAPER_COLUMNS
+    assert table1 == set(PAPER_COLUMNS)  # every L of its claims
     from mzattn.repro.table03_meb import PMA_BASELINES
     d32 = {c.row.label for c in cells if c.table == "table3" and c.column.label == "d=32"}
     assert d32 >= {*PMA_BASELINES, "MZAttn-Full", "Mamba + PMA"}  # Table 3's claims at d=32
@@ -103,4 +104,71 @@ def test_a_campaign_runs_the_seeds_it_is_given(tmp_path, data_root, monkeypatch,
     assert cells == ["Standard__d_8__s1.json", "Standard__d_8__s2.json"]
     with pytest.raises(SystemExit):
         cli([*args[:-1], "1,two"])
-    assert "'--seeds' must be integers (got '1,two')" in capsys.readouterr().err
+    assert "argument --seeds: must be integers (got '1,two')" in capsys.readouterr().err
+
+
+def test_knobs_runs_the_choices_the_verdicts_lean_on():
+    cells = campaign_cells("knobs")  # --seeds 0 by default: the Table 7 entry keeps its own
+    table7 = [c for c in cells if c.table == "table7"]
+    assert {c.seed for c in table7} == {0, 1, 2} and len(table7) == 3 * 3 * 3
+    assert {c.column.label for c in table7} == {f"Quadratic TDOF L={L}" for L in (4, 8, 16)}
+    table1 = {(c.row.label, c.column.label) for c in cells if c.table == "table1"}
+    assert table1 == {(row, column) for row in ("ST-4L", "MZAttn-1L")
+                      for column in ("L=16, d=64", "L=32, d=64", "L=4, 5K train",
+                                     "L=32, 5K train")}
+    spec = load_spec("table1")
+    d64 = next(c for c in cells if c.column.label == "L=32, d=64")
+    assert cell_config(spec, d64, "full")["task_overrides"] == {"L": 32, "d": 64}
+    small = next(c for c in cells if c.column.label == "L=4, 5K train")
+    assert cell_config(spec, small, "full")["task_overrides"] == {"L": 4, "num_train": 5000}
+    assert spec.paper_label("ST-4L", "L=32, d=64") == ("32", "ST-4L R2")  # beside the paper's
+    assert {c.column.label for c in cells if c.table == "table3"} == {"d=16"}
+    sensitivity = {c.column.label for c in cells if c.table == "table3-sensitivity"}
+    assert sensitivity == {"corner", "unit sets"}
+    assert {c.cell_id for c in campaign_cells("meb-corner")} <= {c.cell_id for c in cells}
+
+
+def test_table1_profiles_leave_the_knobs_out():
+    from mzattn.repro.runner import grid
+    spec = load_spec("table1")
+    for profile in ("smoke", "full"):
+        assert {c.column.label for c in grid(spec, profile)} <= {f"L={L}" for L in
+                                                                  (4, 8, 16, 24, 32)}
+
+
+def test_readings_runs_the_claims_under_the_readings_the_paper_fixes():
+    cells = campaign_cells("readings")
+    columns = {(c.table, c.column.label) for c in cells}
+    assert columns == {("table6", "Max [per-dim-sum]"), ("table6", "RotMatch [unaligned-sum]"),
+                       ("table29", "Max [per-dim-sum]"), ("table2", "F [unaligned-sum]"),
+                       ("table2", "A"), ("table2", "G")}
+    assert all("[" not in c.column.label or "per-dim-sum" in c.cell_id
+               or "unaligned-sum" in c.cell_id for c in cells)  # the id names the reading
+    table6 = load_spec("table6")
+    rot = next(c for c in cells if c.column.label == "RotMatch [unaligned-sum]")
+    assert cell_config(table6, rot, "full")["task_overrides"] == {
+        "d": 8, "chamfer": "unaligned", "chamfer_reduction": "sum"}
+    assert table6.paper_label("Standard", "RotMatch [unaligned-sum]") == ("Standard", "RotMatch")
+    assert "reading 'unaligned-sum'" in rot.column.reading
+    table2 = load_spec("table2")
+    assert table2.paper_label("HyperNet", "F [unaligned-sum]") == ("HyperNet", "F R2")
+    protocol = {(c.table, c.cell_id) for c in campaign_cells("paper-protocol")}
+    assert not protocol & {(c.table, c.cell_id) for c in cells}
+
+
+@pytest.mark.parametrize("table", ["table2", "table6", "table29"])
+def test_reading_columns_stay_out_of_the_profiles(table):
+    from mzattn.repro.runner import grid
+    spec = load_spec(table)
+    for profile in ("smoke", "quick", "full"):
+        assert not [c for c in grid(spec, profile) if c.column.variant_of]
+
+
+def test_a_campaign_runs_the_batching_it_is_given(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    assert [cell.cell_id for cell in campaign_cells("one", batching="padded-dataset")] == [
+        "Standard__d_8__s0__padded-dataset"]
+    assert cli(["one", "--out", str(tmp_path), "--profile", "smoke", "--batching", "padded",
+                "--status"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| table3")]
+    assert [row.split(" | ")[1] for row in rows] == ["Standard__d_8__s0__padded"]

@@ -7,12 +7,16 @@ import pytest
 import torch
 from mzattn.repro.cells import (
     Cell,
+    cell_config,
+    cell_data,
     cell_path,
     checkpoint_dir,
+    is_finished,
     lock_path,
     log_path,
     read_record,
     run_cell,
+    stale_problem,
     write_json_atomic,
 )
 from mzattn.repro.history import FIELDS
@@ -157,3 +161,30 @@ def test_labels_whose_cell_ids_collide_are_refused(labels):
     columns = tuple(Column(label, "meb", {"d": 4}) for label in labels)
     with pytest.raises(ValueError, match="rename one of them"):
         dataclasses.replace(SPEC, columns=columns)
+
+
+def test_a_padded_cell_runs_under_its_own_id_and_records_its_batching(tmp_path, options):
+    out = str(tmp_path)
+    masked, padded = _cell(), dataclasses.replace(_cell(), batching="padded")
+    assert padded.cell_id == "Standard__d_4__s0__padded" and masked.cell_id == "Standard__d_4__s0"
+    assert cell_data(padded, SMOKE, options).batching == "padded"
+    record = run_cell(SPEC, padded, "smoke", out, options)
+    assert record["status"] == "ok", record.get("traceback")
+    saved = read_record(cell_path(out, padded))
+    assert saved["config"]["batching"] == "padded"
+    assert not os.path.exists(cell_path(out, masked))  # the masked cell's file is untouched
+    # a padded record is no masked run, nor the reverse; a record written before the
+    # field existed is a masked run and stays finished
+    masked_config = cell_config(SPEC, masked, "smoke")
+    assert masked_config["batching"] == "masked"
+    assert is_finished(saved, cell_config(SPEC, padded, "smoke"))
+    assert not is_finished(saved, masked_config)
+    old = {**saved, "config": {k: v for k, v in masked_config.items() if k != "batching"}}
+    assert is_finished(old, masked_config)
+    assert not is_finished(old, cell_config(SPEC, padded, "smoke"))
+    assert stale_problem(SPEC, old) is None and stale_problem(SPEC, saved) is None
+
+
+def test_an_unknown_batching_is_refused():
+    with pytest.raises(ValueError, match="'batching' must be one of masked, padded"):
+        dataclasses.replace(_cell(), batching="pad")

@@ -44,6 +44,20 @@ def test_an_unknown_table_or_model_suggests_the_nearest_names(capsys):
     assert did_you_mean("zzzz", ["table3"]) == ""
 
 
+def test_an_analysis_table_named_as_a_table_says_where_it_lives(capsys):
+    assert main(["table14"]) == 2
+    err = capsys.readouterr().err
+    assert "run 'mzattn-repro analysis table14'" in err and "table4" not in err
+
+
+def test_list_aligns_the_titles(capsys):
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    starts = {line.index(table_title(key)) for key, line in zip(list_tables(), lines,
+                                                                strict=True)}
+    assert len(starts) == 1
+
+
 @pytest.mark.parametrize("key, option", [("table3", "--models"), ("table6", "--models"),
                                          ("table25", "--columns")])
 def test_labels_with_commas_can_be_selected(key, option):
@@ -107,6 +121,7 @@ def test_table_help_imports_no_torch_and_gives_the_options_of_a_run():
     assert table_title("table3") in done.stdout
     for option in ("--profile", "--columns", "--jobs", "--launcher", "--slurm-partition"):
         assert option in done.stdout
+    assert "runs profile quick, results in results/runs/table3/" in " ".join(done.stdout.split())
 
 
 def _region(path: str, begin: str, end: str) -> str:
@@ -143,3 +158,24 @@ def test_cuda_without_a_gpu_fails_before_any_work(monkeypatch, tmp_path, capsys)
     err = capsys.readouterr().err
     assert "'--device cpu'" in err and err.startswith("usage: mzattn-repro table3 ")
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("argv, batching", [([], "masked"), (["--batching", "padded"], "padded"),
+                                            (["--batching", "padded-dataset"], "padded-dataset")])
+def test_batching_round_trips_from_the_command_line_to_the_cells(monkeypatch, tmp_path, argv,
+                                                                  batching):
+    from mzattn.repro import runner
+    ran = {}
+
+    def run_table(spec, profile, models, columns, seeds, out, options, batching):
+        ran["cells"] = runner.grid(spec, profile, models, columns, seeds, batching)
+        return []
+    monkeypatch.setattr(runner, "run_table", run_table)
+    assert main(["table3", "--profile", "smoke", "--out", str(tmp_path), *argv]) == 0
+    assert {cell.batching for cell in ran["cells"]} == {batching}
+
+
+def test_an_unknown_batching_is_refused_before_any_work(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["table3", "--profile", "smoke", "--batching", "pad", "--out", str(tmp_path)])
+    assert "invalid choice: 'pad'" in capsys.readouterr().err and not list(tmp_path.iterdir())

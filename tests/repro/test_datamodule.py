@@ -53,3 +53,37 @@ def test_invalid_arguments():
         SetDataModule("meb", batch_size=0)
     with pytest.raises(ValueError, match="'num_workers'"):
         SetDataModule("meb", num_workers=-1)
+
+
+def _sizes(batch):
+    return (batch.ptr[1:] - batch.ptr[:-1]).tolist()
+
+
+def test_masked_batching_keeps_the_ragged_sets(data_root):
+    batch = next(iter(_module(data_root).val_dataloader()))
+    assert len(set(_sizes(batch))) > 1  # MEB draws 10-30 elements: ragged
+
+
+@pytest.mark.parametrize("batching", ["padded", "padded-dataset"])
+def test_padded_batching_zero_pads_every_set_to_the_stated_width(data_root, batching):
+    masked, padded = _module(data_root), _module(data_root, batching=batching)
+    masked.setup()
+    width = max(data.num_nodes for split in masked.splits for data in split)
+    assert padded.pad_width == (width if batching == "padded-dataset" else None)
+    for loader in ("train_dataloader", "val_dataloader", "test_dataloader"):
+        for ragged, batch in zip(getattr(masked, loader)(), getattr(padded, loader)(),
+                                 strict=True):
+            sizes = _sizes(ragged)
+            stated = width if batching == "padded-dataset" else max(sizes)
+            assert _sizes(batch) == [stated] * len(sizes)
+            x = batch.x.view(len(sizes), stated, -1)
+            for row, n, start in zip(x, sizes, ragged.ptr.tolist(), strict=False):
+                assert torch.equal(row[:n], ragged.x[start:start + n])
+                assert torch.count_nonzero(row[n:]) == 0
+            assert torch.equal(batch.y, ragged.y)
+    assert "batching=padded" in repr(padded)
+
+
+def test_unknown_batching_is_refused():
+    with pytest.raises(ValueError, match="'batching' must be one of"):
+        SetDataModule("meb", batching="pad")

@@ -127,7 +127,9 @@ def test_torch_of_the_base_image_is_pinned_for_pip(dockerfile):
 
 def test_package_is_installed_from_the_context_at_build_time(dockerfile):
     copies = only(dockerfile, "COPY")
-    assert ". /tmp/mzattn-src" in copies
+    assert "pyproject.toml README.md /tmp/mzattn-src/" in copies
+    for folder in ("mzlayers", "mzattn", "baselines", "datasets", "repro", "bench"):
+        assert f"{folder} /tmp/mzattn-src/{folder}" in copies
     assert any(re.search(r'pip install "/tmp/mzattn-src\[\$\{MZATTN_EXTRAS\}\]"', r)
                for r in only(dockerfile, "RUN"))
 
@@ -158,16 +160,19 @@ def test_results_volume_is_where_the_cli_writes(dockerfile):
     assert keywords.index("VOLUME") > max(i for i, k in enumerate(keywords) if k == "RUN")
 
 
-def test_builds_as_a_non_root_user_and_starts_as_root_to_switch(dockerfile):
+def test_builds_and_runs_as_a_non_root_user(dockerfile):
     users = only(dockerfile, "USER")
     useradd = next(r for r in only(dockerfile, "RUN") if "useradd" in r)
     uid = int(re.search(r"--uid (\d+)", useradd).group(1))
     assert uid != 0 and re.search(rf"\b{users[0]}\b", useradd)
-    # The entry point switches to the results folder's owner, which needs root.
-    assert users[-1] == "root"
-    keywords = [k for k, _ in dockerfile]
-    last_user = max(i for i, k in enumerate(keywords) if k == "USER")
-    assert last_user > max(i for i, k in enumerate(keywords) if k == "RUN")
+    assert users == ["mzattn"]  # never back to root: the container runs as mzattn by default
+
+
+def test_only_what_the_build_needs_is_copied(dockerfile):
+    # a `COPY .` (or ADD) would keep every file of the context, secrets included, in a layer
+    sources = [value.split()[:-1] for value in only(dockerfile, "COPY") + only(dockerfile, "ADD")]
+    assert sources and not [s for s in sources if {".", "./", "*"} & set(s)], sources
+    assert not only(dockerfile, "ADD")
 
 
 def test_nothing_is_world_writable_and_the_caches_are_shared_by_group(dockerfile):
@@ -358,6 +363,11 @@ CONTEXT_FILES = {
     "tests/repro/test_docker.py": False, "docs/docker.md": False, ".ci/run": False,
     "docker/engine_test.py": False, "docker/cpu-base/Dockerfile": False,
     "docker/requirements.py": True,
+    # secrets, at the top and deeper
+    ".env": False, ".env.local": False, "repro/.env": False, "deploy.pem": False,
+    "datasets/tls.key": False, ".netrc": False, "mzlayers/.netrc": False,
+    ".aws/credentials": False, ".ssh/id_ed25519": False, "bench/.ssh/id_rsa": False,
+    "repro/.git/config": False, "baselines/.venv/bin/python": False,
 }
 
 

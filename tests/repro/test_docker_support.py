@@ -5,10 +5,12 @@ and the checks and skip logic of ``make docker-test``
 import builtins
 import importlib.metadata
 import importlib.util
+import io
 import json
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -79,11 +81,26 @@ def test_entry_point_switches_then_execs_the_console_script(monkeypatch):
 def test_entry_point_started_with_user_keeps_it_and_shares_the_caches(monkeypatch):
     calls = []
     fake_stat(monkeypatch, 1234, (1001, 1002))
+    monkeypatch.setattr(os, "access", lambda path, mode: True)  # its results folder
     monkeypatch.setattr(container, "switch_user", lambda *args, **kwargs: calls.append("as"))
     monkeypatch.setattr(os, "umask", lambda mask: calls.append(("umask", mask)))
     monkeypatch.setattr(os, "execvp", lambda file, args: calls.append(("exec", file)))
     container.main(["list"])
     assert calls == [("umask", 0o002), ("exec", "mzattn-repro")]
+
+
+@pytest.mark.parametrize("writable", [True, False])
+def test_entry_point_as_a_user_says_how_to_write_a_folder_it_cannot(tmp_path, monkeypatch,
+                                                                     capsys, writable):
+    monkeypatch.setattr(container, "RESULTS", str(tmp_path))  # a host user's folder
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)  # the image's user
+    monkeypatch.setattr(os, "access", lambda path, mode: writable)
+    monkeypatch.setattr(os, "umask", lambda mask: None)
+    monkeypatch.setattr(os, "execvp", lambda file, args: None)
+    container.main(["table28"])
+    hint = (f"[mzattn-repro] {tmp_path} is not writable by uid 1000: run as its owner, "
+            'with docker run --user "$(id -u):$(id -g)" --group-add mzattn\n')
+    assert capsys.readouterr().err == ("" if writable else hint)
 
 
 def test_switch_user_sets_the_groups_then_gid_then_uid(monkeypatch):
@@ -214,3 +231,39 @@ def test_missing_tools_without_root_are_a_skip(engine_test, monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(engine_test.Skipped, match="debootstrap missing and not root"):
         engine_test.ensure_tools("debootstrap")
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("layout", ["{}/layer.tar", "blobs/sha256/{}"])  # docker < 25, OCI
+def test_layers_holding_finds_a_secret_in_any_layer_of_docker_save(engine_test, monkeypatch,
+                                                                    layout):
+    clean = _tar({"usr/lib/x.py": b"print(1)"})
+    leaky = _tar({"tmp/mzattn-src/.env": b"TOKEN=SECRET-1\n", "opt/big.bin": b"SECRET-1" * 2**14})
+    saved = _tar({"manifest.json": b"[]", layout.format("a1"): clean,
+                  layout.format("b2"): leaky, layout.format("c3"): b'{"config": 1}'})
+    monkeypatch.setattr(engine_test.subprocess, "Popen", lambda *args, **kwargs: SimpleNamespace(
+        stdout=io.BytesIO(saved), wait=lambda: 0, returncode=0))
+    found = engine_test.layers_holding(SimpleNamespace(env={}), "image", "SECRET-1")
+    assert found == [f"{layout.format('b2')}:tmp/mzattn-src/.env"]  # big files are not read
+    assert engine_test.layers_holding(SimpleNamespace(env={}), "image", "SECRET-2") == []
+
+
+def test_planted_secrets_leave_nothing_behind(engine_test, tmp_path, monkeypatch):
+    monkeypatch.setattr(engine_test, "ROOT", tmp_path)
+    (tmp_path / "repro").mkdir()
+    (tmp_path / ".netrc").write_text("mine")
+    with engine_test.planted_secrets("SECRET"):
+        planted = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert planted == [".aws/credentials", ".env", ".netrc", ".ssh/id_ed25519",
+                       "mzattn-engine-test.pem", "repro/.env"]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == [".netrc", "repro"]
+    assert (tmp_path / ".netrc").read_text() == "mine"  # what was there is never touched

@@ -1,3 +1,4 @@
+import dataclasses
 import errno
 import glob
 import importlib.util
@@ -27,9 +28,11 @@ from mzattn.repro.cells import (
 from mzattn.repro.checkpoints import safe_load
 from mzattn.repro.faults import NoSpace, atomic_write_text
 from mzattn.repro.report import write_report
+from mzattn.repro.runner import EXIT_BUSY, exit_status, run_table
 from mzattn.repro.runner import main as run_main
-from mzattn.repro.runner import run_table
 from mzattn.repro.spec import TableSpec
+
+from tests.processes import alive, children, cmdline, needs_proc
 
 SCRIPT = osp.join(osp.dirname(__file__), "faulty_table.py")
 _spec = importlib.util.spec_from_file_location("faulty_table", SCRIPT)
@@ -43,9 +46,9 @@ def _cell(column: str, spec: TableSpec = SPEC) -> Cell:
     return Cell("tiny", spec.rows[0], col, 0)
 
 
-def _start(out: str, data_root: str, columns: str, **env: str) -> subprocess.Popen:
+def _start(out: str, data_root: str, columns: str, *args: str, **env: str) -> subprocess.Popen:
     command = [sys.executable, SCRIPT, "--profile", "smoke", "--out", out, "--device", "cpu",
-               "--no-progress", "--data-root", data_root, "--columns", columns]
+               "--no-progress", "--data-root", data_root, "--columns", columns, *args]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "OMP_NUM_THREADS": "1", **env})
 
@@ -169,13 +172,109 @@ def test_stop_on_signals_restores_the_handlers():
     assert info.value.exit_status == 143 and signal.getsignal(signal.SIGTERM) is before
 
 
+# ------------------------------------------------------------ --jobs N
+def _workers(pid: int) -> list[int]:
+    # the pool workers (spawned children) of process pid
+    return [child for child in children(pid) if "spawn_main" in cmdline(child)]
+
+
+def _pooled_slow_cells(out: str, data_root: str) -> tuple[subprocess.Popen, list[int]]:
+    # a --jobs 2 run of two slow cells, once both have trained an epoch, and its workers
+    proc = _start(out, data_root, "slow", "--seeds", "0,1", "--jobs", "2")
+    cells = [_cell("slow"), dataclasses.replace(_cell("slow"), seed=1)]
+    deadline = time.monotonic() + 300
+    while min(_epochs_logged(out, cell) for cell in cells) < 1:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.5)
+    workers = _workers(proc.pid)
+    assert len(workers) == 2
+    return proc, workers
+
+
+@needs_proc
+def test_kill_9_of_a_pooled_run_ends_its_workers(tmp_path, data_root):
+    out = str(tmp_path)
+    proc, workers = _pooled_slow_cells(out, data_root)
+    proc.kill()
+    _, stderr = proc.communicate(timeout=60)  # EOF: the workers, which share the pipe, ended
+    deadline = time.monotonic() + 10
+    while any(map(alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(map(alive, workers)), [cmdline(pid) for pid in workers]
+    assert "Traceback" not in stderr, stderr
+    for seed in (0, 1):  # each worker stopped its cell as a table run does
+        assert f"SIGTERM: stopped cell Standard__slow__s{seed} of tiny" in stderr
+        assert osp.exists(osp.join(out, "tiny", "ckpt", f"Standard__slow__s{seed}", "last.ckpt"))
+
+
+@needs_proc
+def test_sigterm_stops_a_pooled_run_cleanly(tmp_path, data_root):
+    out = str(tmp_path)
+    proc, workers = _pooled_slow_cells(out, data_root)
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and time.monotonic() - start < 60
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+    assert not any(map(alive, workers))
+    assert stderr.strip().endswith("[mzattn-repro] stopped by SIGTERM")
+    for seed in (0, 1):
+        assert f"SIGTERM: stopped cell Standard__slow__s{seed} of tiny" in stderr
+
+
+def _hold_locks(out: str, cells: list[Cell]) -> subprocess.Popen:
+    # another run: a live process that holds the locks of cells
+    paths = [lock_path(out, cell) for cell in cells]
+    for path in paths:
+        os.makedirs(osp.dirname(path), exist_ok=True)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import time; from filelock import FileLock; "
+        f"locks = [FileLock(p) for p in {paths!r}]; [lock.acquire() for lock in locks]; "
+        "print('held', flush=True); time.sleep(600)")], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_rerun_that_finds_its_cells_busy_does_not_exit_0(tmp_path, data_root, jobs):
+    out = str(tmp_path)
+    cells = [_cell("fast"), dataclasses.replace(_cell("fast"), seed=1)]
+    holder = _hold_locks(out, cells)
+    try:
+        proc = _start(out, data_root, "fast", "--seeds", "0,1", "--jobs", jobs)
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == EXIT_BUSY, stderr
+    busy = [line for line in stderr.splitlines() if "not run" in line]
+    assert busy == ["[mzattn-repro] 2 of 2 cells not run: another run holds their locks "
+                    "(tiny/Standard__fast__s0, tiny/Standard__fast__s1); wait for it to end, "
+                    "or stop it, then rerun the same command"]
+    assert all(read_record(cell_path(out, cell)) is None for cell in cells)
+
+
+@pytest.mark.parametrize("statuses, code", [
+    ({"t/a": "busy", "t/b": "skipped"}, EXIT_BUSY),  # trained nothing
+    ({"t/a": "busy", "t/b": "ok"}, 0),  # trained b; a is the other run's
+    ({"t/a": "busy", "t/b": "failed"}, 1),
+    ({"t/a": "ok", "t/b": "skipped"}, 0),
+])
+def test_the_exit_status_of_a_run_with_busy_cells(capsys, statuses, code):
+    assert exit_status(statuses) == code
+    busy = "1 of 2 cells not run: another run holds their locks (t/a)"
+    assert (busy in capsys.readouterr().err) == ("busy" in statuses.values())
+
+
 # ------------------------------------------------------- two runs, one --out
 def test_two_processes_on_one_out_run_each_cell_once(tmp_path, data_root):
     out = str(tmp_path)
     procs = [_start(out, data_root, "fast,c3,c4") for _ in range(2)]
     outputs = [proc.communicate(timeout=600) for proc in procs]
-    for proc, (_, stderr) in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, stderr
+    for proc, (stdout, stderr) in zip(procs, outputs, strict=True):
+        # 75: it trained nothing, the other held the cells it had not finished
+        assert proc.returncode == 0 or (proc.returncode == EXIT_BUSY and ": ok" not in stdout
+                                        and "cells not run" in stderr), stderr
     for column in ("fast", "c3", "c4"):
         record = read_record(cell_path(out, _cell(column)))
         assert record["status"] == "ok", record.get("traceback")
@@ -218,6 +317,8 @@ def test_a_truncated_last_checkpoint_is_set_aside_and_the_cell_restarts(
     ('{"version": 0, "status": "ok", "cell_id": "x", "config": {}}', "record version 0"),
     ('{"version": 1, "status": "ok", "cell_id": "x", "profile": "smoke", '
      '"config": {"row": "Standard", "column": "fast"}}', "ok record without 'metrics'"),
+    ('{"version": 1, "status": "failed", "cell_id": "x", "config": {"row": "Standard", '
+     '"column": "fast", "batching": "pad"}}', "batching 'pad' is not one of masked, padded"),
 ])
 def test_unusable_records_are_named_set_aside_and_rerun(tmp_path, options, capsys, text,
                                                         problem):

@@ -1,14 +1,18 @@
+import importlib.util
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 from mzattn.repro.paper_values import (
     TABLES,
     PaperValue,
+    _load,
     column_metric,
     paper_table,
     paper_value,
 )
+from mzattn.repro.tables import TABLE_MODULES, load_spec
 
 #: The paper's text lives outside the repository (CI checks out only the repo).
 PAPER = Path(__file__).parents[2].parent / 'shared/paper/mzattn-paper.txt'
@@ -187,3 +191,97 @@ def test_unknown_keys_raise():
         paper_value('table2', 'MZAttn (ours)', 'A mse')
     with pytest.raises(ValueError, match='leaves the cell .* blank'):
         paper_value('table2', 'ST-Large', 'D R2')
+
+
+#: The last commit whose ``repro/paper_values.py`` wrote the values as Python
+#: (before issue 37 moved them to ``repro/paper/*.yaml``).
+PYTHON_VALUES_COMMIT = '00b29c9afceb7d88fe3dc8f28e45ea7ca9809688'
+
+
+@pytest.fixture(scope='module')
+def python_values(tmp_path_factory):
+    r"""The module as it was at :obj:`PYTHON_VALUES_COMMIT`, from git history."""
+    root = Path(__file__).resolve().parents[2]
+    shown = subprocess.run(['git', '-C', str(root), 'show',
+                            f'{PYTHON_VALUES_COMMIT}:repro/paper_values.py'],
+                           capture_output=True, text=True)
+    if shown.returncode != 0:
+        pytest.skip(f'commit {PYTHON_VALUES_COMMIT[:10]} is not in this checkout '
+                    f'({shown.stderr.strip()})')
+    path = tmp_path_factory.mktemp('before') / 'paper_values_before.py'
+    path.write_text(shown.stdout, encoding='utf-8')
+    spec = importlib.util.spec_from_file_location('paper_values_before', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_data_files_give_what_the_python_module_gave(python_values):
+    assert list(TABLES) == list(python_values.TABLES)
+    for key, before in python_values.TABLES.items():
+        table = TABLES[key]
+        for name in ('key', 'caption', 'metric', 'higher_is_better', 'seeds', 'columns',
+                     'params', 'claims'):
+            assert getattr(table, name) == getattr(before, name), (key, name)
+        assert list(table.rows) == list(before.rows), key
+        for row, cells in before.rows.items():
+            assert list(table.rows[row].items()) == [
+                (column, PaperValue(v.mean, v.std, v.text)) for column, v in cells.items()
+            ], (key, row)
+        for column in before.columns:
+            assert column_metric(key, column) == python_values.column_metric(key, column)
+
+
+@pytest.mark.parametrize('key', [k for k in TABLE_MODULES if load_spec(k).paper is not None])
+def test_every_cell_a_spec_compares_against_is_in_the_data(key):
+    spec = load_spec(key)
+    table = paper_table(spec.paper)
+    labels = {spec.paper_label(row.label, column.label)
+              for row in spec.rows for column in spec.columns} - {None}
+    # a model or setting the paper does not print (e.g. MZAttn-Large in Table 32) misses on
+    # one axis; a label missing on both is a typo
+    assert sorted(label for label in labels
+                  if label[0] not in table.rows and label[1] not in table.columns) == []
+    printed = [label for label in labels if label[1] in table.rows.get(label[0], {})]
+    assert printed or key == 'table31'  # Table 31 prints ranks, which we do not compare
+
+
+def _write(folder: Path, key: str, text: str) -> Path:
+    path = folder / f'{key}.yaml'
+    path.write_text(text, encoding='utf-8')
+    return path
+
+
+_GOOD = """\
+key: table99
+caption: A table.
+metric: r2
+units: R² (dimensionless)
+higher_is_better: true
+seeds: 3
+columns: [d=8]
+params: {Standard: 208K}
+claims: [A claim.]
+cells:
+  - [Standard, d=8, 0.025 ± 0.009]
+"""
+
+
+def test_load_reads_a_data_file(tmp_path):
+    table = _load(_write(tmp_path, 'table99', _GOOD))
+    assert table.rows == {'Standard': {'d=8': PaperValue(0.025, 0.009, '0.025 ± 0.009')}}
+    assert table.params == {'Standard': 208_000} and table.units == {'d=8': 'R² (dimensionless)'}
+
+
+@pytest.mark.parametrize('old,new,match', [
+    ('[Standard, d=8, 0.025 ± 0.009]', '[Standard, d=8, 0.025]', r"cells\[0\] .* quoted strings"),
+    ('[Standard, d=8, 0.025 ± 0.009]', '[Standard, d=16, "0.1"]', r"cells\[0\] .* unknown column"),
+    ('units: R² (dimensionless)\n', '', 'table99.yaml: a table has the fields'),
+    ('[Standard, d=8, 0.025 ± 0.009]', '[Standard, d=8, n/a]',
+     r"cells\[0\] \['Standard', 'd=8', 'n/a'\]: cell 'n/a' holds no number"),
+    ('key: table99', 'key: table98', "with 'key: table99'"),
+    ('metric: r2', 'metric: accuracy_pct', r"metric names \['accuracy_pct'\]"),
+])
+def test_load_names_the_file_and_entry_of_bad_data(tmp_path, old, new, match):
+    with pytest.raises(ValueError, match=match):
+        _load(_write(tmp_path, 'table99', _GOOD.replace(old, new)))

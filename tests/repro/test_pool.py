@@ -1,5 +1,7 @@
+import functools
 import os
 import signal
+import time
 
 from mzattn.repro.pool import WorkerPool
 
@@ -39,3 +41,25 @@ def test_a_dead_worker_is_reported_and_replaced():
     [ended] = pool.wait()
     pool.close()
     assert ended.status.split()[:2] == ["None", "1"]
+
+
+def _deaf(started: str) -> str:
+    # a job that ignores SIGTERM (a worker stuck in one long step)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    open(started, "w").close()
+    time.sleep(600)
+    return "ok"
+
+
+def test_a_worker_that_does_not_stop_is_killed_after_the_grace(tmp_path, capsys):
+    pool, started = WorkerPool([None], threads=1), tmp_path / "started"
+    pool.submit(0, functools.partial(_deaf, str(started)))
+    process, deadline = pool.workers[0].process, time.monotonic() + 120
+    while not started.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    start = time.monotonic()
+    pool.stop(signal.SIGTERM, grace_s=2)
+    assert time.monotonic() - start < 30 and process.exitcode == -signal.SIGKILL
+    err = capsys.readouterr().err
+    assert "mzattn-worker-0 did not stop within 2 s of the signal: killed" in err

@@ -23,15 +23,15 @@ from mzattn.repro.claims import (
 )
 from mzattn.repro.cli import main
 from mzattn.repro.report import write_report
-from mzattn.repro.results import Results, load_records
+from mzattn.repro.results import Results, batchings_in, load_records
 from mzattn.repro.spec import Column
 from mzattn.repro.table03_meb import SPEC
 
 
-def _write(out, row, column, seed, r2, mse=1.0, status="ok"):
+def _write(out, row, column, seed, r2, mse=1.0, status="ok", batching="masked"):
     spec_row = next(r for r in SPEC.rows if r.label == row)
     spec_col = next(c for c in SPEC.columns if c.label == column)
-    cell = Cell(SPEC.key, spec_row, spec_col, seed)
+    cell = Cell(SPEC.key, spec_row, spec_col, seed, batching)
     record = {"version": RECORD_VERSION, "status": status, "profile": "quick",
               "cell_id": cell.cell_id,
               "config": cell_config(SPEC, cell, "quick"),
@@ -240,20 +240,6 @@ def test_table2_report_mixes_r2_and_accuracy_in_the_papers_units():
     assert claim.check(_table2_results(accuracies)).status == PARTLY_RUN
 
 
-def test_demo_runs_three_models_at_d8(tmp_path, data_root, capsys):
-    from mzattn.repro.demo import demo_spec
-    spec = demo_spec()
-    assert [row.model for row in spec.rows] == ["standard", "st-large", "mz-full"]
-    assert [column.label for column in spec.columns] == ["d=8"] and spec.key == "table3"
-    assert "d=8" in spec.title and "16" not in spec.title  # names what runs
-    status = main(["demo", "--profile", "smoke", "--out", str(tmp_path), "--device", "cpu",
-                   "--data-root", data_root, "--no-progress"])
-    printed = capsys.readouterr().out
-    assert status == 0
-    assert "| MZAttn-Full | d=8 |" in printed and "0.691 ± 0.012" in printed
-    assert "## Verdicts" in printed and (tmp_path / "table3" / "table3.png").exists()
-
-
 def test_table3_figure_draws_the_across_d_panel_only_when_two_columns_ran(out, monkeypatch):
     from mzattn.repro import figures
     drawn = []
@@ -262,3 +248,26 @@ def test_table3_figure_draws_the_across_d_panel_only_when_two_columns_ran(out, m
     _write(out, "Standard", "d=16", 0, 0.1)
     SPEC.figure(Results(SPEC, load_records(out, SPEC.key)), "unused.png")
     assert drawn == [1, 2]
+
+
+def test_each_batching_gets_its_own_report_and_they_never_mix(out):
+    _write(out, "MZAttn-Full", "d=8", 0, 0.99, batching="padded")
+    assert Results.load(SPEC, out).values("MZAttn-Full", "d=8") == [0.70, 0.60]
+    padded = Results.load(SPEC, out, "padded")
+    assert padded.batching == "padded" and padded.values("MZAttn-Full", "d=8") == [0.99]
+    assert not padded.stale and len(padded.ok) == 1
+    assert batchings_in(out, SPEC.key) == ["masked", "padded"]
+    path = write_report(SPEC, out)
+    assert path.endswith("table3/report.md")
+    masked_text = open(path).read()
+    assert "Batching: **masked**, ragged sets" in masked_text and "0.99" not in masked_text
+    assert write_report(SPEC, out, "padded") == path.replace("report.md", "report-padded.md")
+    padded_text = open(path.replace("report.md", "report-padded.md")).read()
+    assert "Batching: **padded**, every set zero-padded to its batch's largest set" in padded_text
+    assert "0.99" in padded_text and "0.65" not in padded_text
+
+
+def test_a_folder_without_records_reports_the_masked_batching(tmp_path):
+    assert batchings_in(str(tmp_path), SPEC.key) == ["masked"]
+    text = open(write_report(SPEC, str(tmp_path))).read()
+    assert "No cell of table3 has finished" in text and "Batching: **masked**" in text

@@ -85,8 +85,9 @@ def test_report_rebuilds_the_readme_from_the_folders_it_lists(tmp_path, monkeypa
     assert "README.md has no '<!-- verdicts:begin -->'" in capsys.readouterr().err
 
 
-def _write(out, spec, row, column, r2, profile):
-    cell = Cell(spec.key, next(r for r in spec.rows if r.label == row), spec.column(column), 0)
+def _write(out, spec, row, column, r2, profile, batching="masked"):
+    cell = Cell(spec.key, next(r for r in spec.rows if r.label == row), spec.column(column), 0,
+                batching)
     write_json_atomic({"version": RECORD_VERSION, "status": "ok", "profile": profile,
                        "cell_id": cell.cell_id, "metrics": {"r2": r2},
                        "config": cell_config(spec, cell, profile),
@@ -103,3 +104,16 @@ def test_a_summary_row_leads_with_the_failing_cells_and_names_the_fullest_profil
     assert row["verdict"] == "contradicted", row["detail"]
     assert row["numbers"] == "MZAttn-1L L=8 0.5 (paper 0.988); MZAttn-1L L=4 0.95 (paper 0.995)"
     assert row["command"] == "mzattn-repro table1 --profile full"  # not "quick", sorted last
+
+
+def test_the_claims_of_a_padded_run_get_rows_of_their_own_naming_the_batching(tmp_path):
+    out = str(tmp_path)
+    _write(out, TABLE1, "MZAttn-1L", "L=4", 0.95, "full")
+    _write(out, TABLE1, "MZAttn-1L", "L=4", 0.10, "full", batching="padded")
+    rows = summary_rows(out, [TABLE1])
+    masked = [r for r in rows if "batching)" not in r["claim"]]
+    padded = [r for r in rows if r["claim"].endswith(" (padded batching)")]
+    assert len(masked) == len(padded) == len(TABLE1.claims)
+    assert masked[0]["numbers"].startswith("MZAttn-1L L=4 0.95")
+    assert padded[0]["numbers"].startswith("MZAttn-1L L=4 0.1 ")
+    assert padded[0]["command"] == "mzattn-repro table1 --profile full --batching padded"

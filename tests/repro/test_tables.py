@@ -70,9 +70,37 @@ def test_egnn_comparison_runs_as_a_plain_script(tmp_path, data_root):
     command = [sys.executable, script, "--profile", "smoke", "--models", "mz-full",
                "--columns", "Quadratic TDOF L=4", "--out", str(tmp_path), "--device", "cpu",
                "--data-root", data_root, "--no-progress"]
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "Warning" not in done.stderr, done.stderr  # PyG's torch.jit.script one included
     spec = load_spec("table7")
     cell = grid(spec, "smoke", ["mz-full"], ["Quadratic TDOF L=4"])[0]
     assert read_record(cell_path(str(tmp_path), cell))["status"] == "ok"
+
+
+def test_reading_variant_names_the_reading_and_keeps_the_papers_numbers():
+    from mzattn.repro.analysis.readings import find_reading
+    from mzattn.repro.spec import Column, reading_variant
+    column = Column("RotMatch", "task_f", {"d": 8})
+    variant = reading_variant(column, find_reading("task_f", "unaligned-sum"))
+    assert variant.label == "RotMatch [unaligned-sum]" and variant.variant_of == "RotMatch"
+    assert variant.overrides == {"d": 8, "chamfer": "unaligned", "chamfer_reduction": "sum"}
+    assert "docs/readings.md" in variant.reading
+    with pytest.raises(ValueError, match="is of task 'set_max', not of column 'RotMatch'"):
+        reading_variant(column, find_reading("max", "per-dim-sum"))
+    with pytest.raises(ValueError, match="no reading 'median' of 'max'"):
+        find_reading("max", "median")
+
+
+def test_a_plain_script_help_names_it_and_gives_profile_cells_and_folder():
+    script = os.path.join(REPO, "repro", "egnn_comparison.py")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    done = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith("usage: egnn_comparison.py ")
+    text = " ".join(done.stdout.split())
+    cells = len(grid(load_spec("table7"), "quick"))
+    assert f"By default this runs profile quick: {cells} cells" in text
+    assert "results in results/runs/table7/" in text

@@ -1,0 +1,90 @@
+r"""Peak memory and time of one MZ-ISAB forward + backward against one
+standard ISAB on the batches of the paper's Table 30 (issue 34, item 5: at
+most 2.5x the ISAB's peak memory by default, at most 1.5x the time of the
+MZ-ISAB that stores every activation).
+
+.. code-block:: text
+
+    python -m mzattn.bench.isab_memory [--configs small,medium,large]
+                                       [--repeats 5] [--rss]
+                                       [--out bench/results/isab_memory.json]
+
+Blocks of :mod:`.overhead` (16 inducing points, 4 heads, :math:`d_{ff} =
+2d`; MZ: :math:`n_g = 8`, :math:`L = 4`): ``isab``, ``mz-isab`` (the
+default) and ``mz-isab-recompute`` (:obj:`checkpoint_rows=256`), batch 64 of
+sets of 30 / 50 / 100 elements at :math:`d` = 64 / 128 / 256.  Each row
+holds the step time (median of :obj:`repeats` interleaved steps,
+:func:`~.measure.time_interleaved`) and the peak bytes of one step counted
+by :func:`~.measure.peak_memory_dispatch` (the tensors torch allocates; after
+one warm-up step, in this process); with :obj:`--rss` also the resident-size
+growth of a first step in a fresh child (:func:`~.measure.peak_memory_subprocess`,
+the measure of Table 30's CPU column).  Ratios are against ``isab`` of the
+same run.
+"""
+import argparse
+import json
+
+import torch
+
+from . import overhead
+from .measure import (
+    environment,
+    keep_freed_memory,
+    peak_memory_dispatch,
+    peak_memory_subprocess,
+    time_interleaved,
+    train_step,
+)
+from .report import write_text_atomic
+
+#: Targets of issue 34, item 5.
+MEMORY_TARGET, TIME_TARGET = 2.5, 1.5
+
+
+def measure(config: str, repeats: int, rss: bool) -> dict[str, dict]:
+    r"""The rows of one configuration, with ratios against ``isab``."""
+    torch.manual_seed(0)
+    channels = overhead.CONFIGS[config][0]
+    device = torch.device('cpu')
+    steps = {b: train_step(overhead.make_block(b, channels),
+                           overhead.block_inputs(b, config, device))
+             for b in overhead.BLOCKS}
+    timings = time_interleaved(steps, device, repeats)
+    rows = {}
+    for block, step in steps.items():
+        rows[block] = {'median_s': timings[block].median, 'q1_s': timings[block].q1,
+                       'q3_s': timings[block].q3, 'peak_bytes': peak_memory_dispatch(step)}
+        if rss:
+            rows[block]['rss_peak_bytes'] = peak_memory_subprocess(
+                overhead.__name__, dict(model=block, config=config, mode='train'))
+    for row in rows.values():
+        row['time_ratio'] = row['median_s'] / rows['isab']['median_s']
+        row['memory_ratio'] = row['peak_bytes'] / rows['isab']['peak_bytes']
+        if rss:
+            row['rss_ratio'] = row['rss_peak_bytes'] / rows['isab']['rss_peak_bytes']
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--configs', default=','.join(overhead.CONFIGS))
+    parser.add_argument('--repeats', type=int, default=5)
+    parser.add_argument('--rss', action='store_true',
+                        help='also measure the resident-size growth in a child')
+    parser.add_argument('--out', default='bench/results/isab_memory.json')
+    args = parser.parse_args(argv)
+    keep_freed_memory()
+    result = {'suite': 'isab_memory', 'device': 'cpu',
+              'environment': environment(torch.device('cpu')),
+              'memory_target': MEMORY_TARGET, 'results': {}}
+    for config in args.configs.split(','):
+        rows = result['results'][config] = measure(config, args.repeats, args.rss)
+        print(json.dumps({config: {b: {k: round(v, 3) for k, v in r.items() if 'ratio' in k}
+                                   for b, r in rows.items()}}), flush=True)
+        # after each configuration, whole: a stopped run keeps the ones it finished
+        write_text_atomic(args.out, json.dumps(result, indent=1) + '\n')
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

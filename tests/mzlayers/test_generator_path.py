@@ -1,0 +1,143 @@
+import pytest
+import torch
+from torch.autograd import gradcheck
+from torch.func import functional_call
+
+import mzlayers.generator_path as generator_path
+from mzlayers import MZISAB, MZPMA, MZSAB, Zonotope
+from mzlayers.generator_path import budgeted_generators, generator_tail
+
+N, H, G, C, L = 7, 2, 3, 2, 2
+D, FF = H * C, 6
+
+
+@pytest.fixture
+def tiny_chunks(monkeypatch):
+    r"""Chunks of one or two rows, so that every path crosses chunk borders."""
+    monkeypatch.setattr(generator_path, 'CHUNK_ELEMENTS', 2 * G * FF)
+
+
+def _double(*shape):
+    return torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+
+
+def _budgeted_inputs(rows=N):
+    return (_double(rows, H, 1 + G, C), torch.rand(rows, H, L, dtype=torch.float64)
+            .mul(2).sub(1).requires_grad_(), _double(H, C, C), _double(H, L, C, C),
+            _double(H, G, L), _double(D, D))
+
+
+def _budgeted_reference(agg, gates, Mc, Ml, mix, weight):
+    r"""Eq. (3) through :meth:`Zonotope.mz_product_budgeted` and plain autograd."""
+    o = Zonotope(agg[:, :, 0], agg[:, :, 1:]).mz_product_budgeted(Mc, Ml, gates, mix)
+    return torch.nn.functional.linear(o.generators.transpose(1, 2).flatten(-2), weight)
+
+
+def _tail_inputs(rows=N, residual_rows=N, norms=True):
+    scales = (_double(rows, D), _double(rows, D)) if norms else (None, None)
+    return (_double(residual_rows, G, D), _double(rows, G, D), *scales, _double(FF, D),
+            _double(D, FF))
+
+
+def _tail_reference(residual, update, s1, s2, w1, w2):
+    def norm(x, s):
+        return x if s is None else (x - x.mean(-1, keepdim=True)) * s.unsqueeze(-2)
+    res = residual.repeat(update.size(0) // residual.size(0), 1, 1)
+    h = norm(res + update, s1)
+    f = h + torch.nn.functional.linear(torch.relu(torch.nn.functional.linear(h, w1)), w2)
+    return norm(f, s2)
+
+
+def _assert_matches_reference(fn, reference, inputs):
+    out = fn(*inputs)
+    expected = reference(*inputs)
+    torch.testing.assert_close(out, expected, atol=1e-12, rtol=0)
+    grad = torch.randn_like(out)
+    wanted = [t for t in inputs if t is not None and t.requires_grad]
+    got = torch.autograd.grad(out, wanted, grad)
+    ref = torch.autograd.grad(expected, wanted, grad)
+    for a, b in zip(got, ref, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize('rows', [N, 0])
+def test_budgeted_generators_gradcheck(tiny_chunks, rows):
+    assert gradcheck(budgeted_generators, _budgeted_inputs(rows))
+
+
+def test_budgeted_generators_match_the_zonotope_product(tiny_chunks):
+    _assert_matches_reference(budgeted_generators, _budgeted_reference, _budgeted_inputs())
+
+
+@pytest.mark.parametrize('norms', [True, False])
+@pytest.mark.parametrize('residual_rows', [N, 1])  # set elements / one learned query
+def test_generator_tail_gradcheck(tiny_chunks, norms, residual_rows):
+    assert gradcheck(generator_tail, _tail_inputs(N, residual_rows, norms))
+
+
+def test_generator_tail_learned_queries_and_empty_batch(tiny_chunks):
+    # 2 learned queries shared by 3 sets (rows set-major), and no rows at all
+    assert gradcheck(generator_tail, _tail_inputs(6, 2))
+    assert gradcheck(generator_tail, _tail_inputs(0, 2))
+
+
+@pytest.mark.parametrize('residual_rows', [N, 1])
+def test_generator_tail_matches_plain_autograd(tiny_chunks, residual_rows):
+    _assert_matches_reference(generator_tail, _tail_reference,
+                              _tail_inputs(N, residual_rows))
+
+
+_GENERATOR_PATH_PARAMETERS = ('matrix_', 'mix', 'lin_o.weight', 'lin_gate',
+                              'ffn.generators', 'norm', 'induced', 'seeds')
+
+
+@pytest.mark.parametrize('backend', ['segment', 'dense'])
+@pytest.mark.parametrize('block', [MZSAB, MZISAB, MZPMA])
+def test_blocks_gradcheck_with_an_empty_set(tiny_chunks, backend, block):
+    torch.manual_seed(0)
+    kw = dict(heads=H, num_generators=G, num_matrix_generators=L, ff_channels=FF,
+              backend=backend)
+    module = (block(D, 2, **kw) if block is not MZSAB else block(D, **kw)).double()
+    sizes = torch.tensor([2, 0, 3])
+    batch = torch.repeat_interleave(torch.arange(3), sizes)
+    x = Zonotope(_double(5, D), 0.3 * _double(5, G, D).detach()).map(
+        lambda t: t.detach().requires_grad_())
+    # inputs and the parameters that the custom functions differentiate
+    names = [n for n, _ in module.named_parameters() if any(
+        key in n for key in _GENERATOR_PATH_PARAMETERS)]
+
+    def fn(center, generators, *params):
+        out = functional_call(module, dict(zip(names, params, strict=True)),
+                              (Zonotope(center, generators), batch, 3))
+        out = out[0] if isinstance(out, tuple) else out
+        return out.center, out.generators
+    params = [module.get_parameter(n).detach().requires_grad_() for n in names]
+    assert gradcheck(fn, (x.center, x.generators, *params))
+
+
+def test_matches_plain_autograd_under_autocast(tiny_chunks):
+    torch.manual_seed(0)
+    block = MZISAB(D, 2, heads=H, num_generators=G, num_matrix_generators=L, ff_channels=FF)
+    x = torch.randn(5, D)
+    batch = torch.tensor([0, 0, 2, 2, 2])
+    grads = []
+    for custom in (True, False):
+        block.zero_grad()
+        with torch.autocast('cpu', dtype=torch.bfloat16):
+            out = block(x, batch, 3) if custom else _plain(block, x, batch)
+        assert out.generators.dtype == torch.float32
+        (out.center.float().square().sum() + out.generators.float().square().sum()).backward()
+        grads.append([p.grad.clone() for p in block.parameters()])
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b, atol=5e-2, rtol=5e-2)
+
+
+def _plain(block, x, batch):
+    r""":obj:`block` with the custom functions swapped for plain autograd."""
+    mp = pytest.MonkeyPatch()
+    mp.setattr('mzlayers.mz_attention.budgeted_generators', _budgeted_reference)
+    mp.setattr('mzlayers.mz_blocks.generator_tail', _tail_reference)
+    try:
+        return block(x, batch, 3)
+    finally:
+        mp.undo()
