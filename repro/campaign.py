@@ -37,7 +37,7 @@ from .options import (
     launch_options_from_args,
     parse_seeds,
 )
-from .runner import grid
+from .runner import exit_status, grid
 from .table01_depth_separation import KNOBS as TABLE1_KNOBS
 from .tables import load_spec
 from .twins import find_twin, run_of
@@ -166,7 +166,7 @@ def campaign_cells(name: str, seeds: tuple[int, ...] = (0,), profile: str = PROF
 def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
                  options: RunOptions | None = None, profile: str = PROFILE,
                  launch_options: LaunchOptions | None = None, commit: bool = False,
-                 readme: str | None = None, batching: str = "masked") -> int:
+                 readme: str | None = None, batching: str = "masked") -> dict[str, str]:
     r"""Runs every cell of campaign :obj:`name` that is neither finished nor
     held by another process, as :obj:`launch_options` dispatch them,
     rebuilding a table's report after each of its cells. The cells start in
@@ -174,13 +174,12 @@ def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
     the costliest first. With :obj:`commit`, every finished cell is
     committed to the git repository that holds :obj:`out` as it finishes
     (:mod:`.commit`), the ones an earlier run left uncommitted first, and
-    with them README :obj:`readme`'s rebuilt verdict table. Returns the
-    number of cells that failed."""
+    with them README :obj:`readme`'s rebuilt verdict table. Returns how
+    each cell ended, by :obj:`{table}/{cell_id}`
+    (:class:`~mzattn.repro.launch.CellRun`)."""
     after_cell = _committer(name, ResultsRepository(out, readme)) if commit else None
-    statuses = launch(campaign_cells(name, seeds, profile, batching), profile, out, options,
-                      launch_options, report_each_cell=True, keep_order=True,
-                      after_cell=after_cell)
-    return sum(status == "failed" for status in statuses.values())
+    return launch(campaign_cells(name, seeds, profile, batching), profile, out, options,
+                  launch_options, report_each_cell=True, keep_order=True, after_cell=after_cell)
 
 
 def _committer(name: str, repository: ResultsRepository) -> Callable[[Cell, str], None]:
@@ -322,13 +321,13 @@ def cli(argv: list[str]) -> int:
         except ValueError as error:
             parser.error(str(error))
     try:
-        failed = run_campaign(args.name, args.out, tuple(args.seeds),
-                              options=RunOptions(progress=False),
-                              profile=args.profile,
-                              launch_options=launch_options_from_args(args),
-                              commit=args.commit, readme=args.readme,
-                              batching=args.batching)
+        statuses = run_campaign(args.name, args.out, tuple(args.seeds),
+                                options=RunOptions(progress=False),
+                                profile=args.profile,
+                                launch_options=launch_options_from_args(args),
+                                commit=args.commit, readme=args.readme,
+                                batching=args.batching)
     except RunStopped as stop:  # SIGTERM / SIGINT or a full disk: finished cells are kept
         print(f"[mzattn-repro] campaign {args.name}: {stop}", file=sys.stderr, flush=True)
         return stop.exit_status
-    return int(failed > 0)
+    return exit_status(statuses)  # 1 if a cell failed, 75 if it ran none for busy ones

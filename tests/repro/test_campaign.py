@@ -1,4 +1,5 @@
 import pytest
+from mzattn.repro import campaign as campaign_module
 from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli, status_lines
 from mzattn.repro.cells import cell_config, cell_path
 from mzattn.repro.tables import load_spec
@@ -172,3 +173,18 @@ def test_a_campaign_runs_the_batching_it_is_given(tmp_path, monkeypatch, capsys)
                 "--status"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| table3")]
     assert [row.split(" | ")[1] for row in rows] == ["Standard__d_8__s0__padded"]
+
+
+@pytest.mark.parametrize("statuses,code", [
+    ({"table3/a": "busy"}, 75),  # ran nothing: another run holds its cells
+    ({"table3/a": "busy", "table3/b": "ok"}, 0),
+    ({"table3/a": "skipped"}, 0),
+    ({"table3/a": "failed", "table3/b": "busy"}, 1),
+])
+def test_a_campaign_that_ran_nothing_for_busy_cells_does_not_exit_0(tmp_path, monkeypatch,
+                                                                    capsys, statuses, code):
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    monkeypatch.setattr(campaign_module, "launch", lambda *args, **kwargs: statuses)
+    assert cli(["one", "--out", str(tmp_path), "--profile", "smoke"]) == code
+    assert ("another run holds their locks" in capsys.readouterr().err) == \
+        ("busy" in statuses.values())
