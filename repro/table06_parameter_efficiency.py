@@ -36,7 +36,7 @@ ROTMATCH = Column("RotMatch", "task_f", {"d": 8})
 COLUMNS = (MAX, ROTMATCH, Column("MST", "task_g", {"d": 8}))
 PAPER_COLUMNS = tuple(column.label for column in COLUMNS)
 # The columns again under the readings the paper's own numbers fix (`mzattn-repro readings`,
-# docs/readings.md), run by the `readings` campaign; the claims stay on the paper's columns
+# docs/readings.md), run by the `readings` campaign; the claims hold once per reading
 READINGS = (reading_variant(MAX, find_reading("max", "per-dim-sum")),
             reading_variant(ROTMATCH, find_reading("task_f", "unaligned-sum")))
 
@@ -45,14 +45,24 @@ PROFILES = {"smoke": dataclasses.replace(SMOKE, columns=PAPER_COLUMNS),
                                          columns=PAPER_COLUMNS),
             "full": full(columns=PAPER_COLUMNS)}
 
-CLAIMS = (
-    Claim("Even MZ-Slim (n_g=2, L=1) beats the standard Set Transformer on all three tasks",
-          lambda r: verdict(*(compare(r, ("MZ-Slim (n_g=2, L=1)", c.label), ">",
-                                      ("Standard", c.label)) for c in COLUMNS))),
-    Claim("The three MZ sizes are within 0.03 R² of each other on every task",
-          lambda r: verdict(*(within(r, [(row, c.label) for row in MZ_ROWS], 0.03)
-                              for c in COLUMNS))),
-)
+
+def _claims(columns: tuple[Column, ...], reading: str = "") -> tuple[Claim, ...]:
+    # the table's two claims on `columns`, named after the reading they rest on
+    named = f", under {reading}" if reading else ""
+    return (
+        Claim(f"Even MZ-Slim (n_g=2, L=1) beats the standard Set Transformer on all three "
+              f"tasks{named}",
+              lambda r: verdict(*(compare(r, ("MZ-Slim (n_g=2, L=1)", c.label), ">",
+                                          ("Standard", c.label)) for c in columns))),
+        Claim(f"The three MZ sizes are within 0.03 R² of each other on every task{named}",
+              lambda r: verdict(*(within(r, [(row, c.label) for row in MZ_ROWS], 0.03)
+                                  for c in columns))),
+    )
+
+
+CLAIMS = _claims(COLUMNS) + _claims(
+    (*READINGS, COLUMNS[2]), "the readings the paper's own numbers fix (Max per-dim-sum, "
+    "RotMatch unaligned-sum; docs/readings.md)")
 
 
 SPEC = TableSpec(
