@@ -56,6 +56,11 @@ ROOTFS_PACKAGES = "python3,python3-venv,ca-certificates,passwd"
 IMAGE = "mzattn-repro:engine-test"
 PY_IMAGE = "mzattn-repro:engine-test-py"
 TABLE = ["table28", "--profile", "smoke"]
+RUNS = "runs"
+r"""Where a table run writes inside the results mount: the image works in
+/workspace, and ``mzattn-repro``'s default ``--out`` is ``results/runs``
+(``repro/options.py``, ``OUT``), so a bare run writes
+``/workspace/results/runs/TABLE``."""
 PYPI_PROBE = "https://pypi.org/simple/torch/"
 #: An engine's API answers in about 2 s; a slow machine gets more.
 ENGINE_START_S = 90
@@ -437,7 +442,7 @@ def check_results(results: Path, uid: int, gid: int, expect_commit: str | None) 
     r"""Checks :obj:`results` of :data:`TABLE`: every cell JSON parses (and
     records :obj:`expect_commit` when given), ``report.md`` exists, and
     every file belongs to :obj:`uid`/:obj:`gid`. Returns the cell count."""
-    table = results / TABLE[0]
+    table = results / RUNS / TABLE[0]
     cells = sorted((table / "cells").rglob("*.json"))
     if not cells:
         raise Failed(f"no cell JSON under {table / 'cells'}")

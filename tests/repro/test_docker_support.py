@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pytest
 import tomllib
 from mzattn.repro import container
+from mzattn.repro.options import OUT
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,11 +159,12 @@ def test_requirements_read_toml_without_tomllib(monkeypatch):
 
 
 def write_cells(results: Path, commit: str, count: int = 2) -> None:
-    cells = results / "table28" / "cells" / "smoke"
+    # as a bare `docker run ... table28` writes them into the results mount
+    cells = results / "runs" / "table28" / "cells" / "smoke"
     cells.mkdir(parents=True)
     for index in range(count):
         (cells / f"c{index}.json").write_text(json.dumps({"git_commit": commit}))
-    (results / "table28" / "report.md").write_text("# report\n")
+    (results / "runs" / "table28" / "report.md").write_text("# report\n")
 
 
 def test_results_check_counts_cells_of_the_expected_commit_and_owner(engine_test, tmp_path):
@@ -184,7 +186,7 @@ def test_results_check_fails_on_what_is_ours(engine_test, tmp_path, damage, mess
     elif damage == "json":
         next(tmp_path.rglob("c0.json")).write_text("{")
     elif damage == "report":
-        (tmp_path / "table28" / "report.md").unlink()
+        (tmp_path / "runs" / "table28" / "report.md").unlink()
     else:
         uid += 1
     with pytest.raises(engine_test.Failed, match=message):
@@ -267,3 +269,8 @@ def test_planted_secrets_leave_nothing_behind(engine_test, tmp_path, monkeypatch
                        "mzattn-engine-test.pem", "repro/.env"]
     assert sorted(p.name for p in tmp_path.rglob("*")) == [".netrc", "repro"]
     assert (tmp_path / ".netrc").read_text() == "mine"  # what was there is never touched
+
+
+def test_the_engine_test_looks_for_the_cells_where_a_bare_run_writes(engine_test):
+    # the results mount is /workspace/results and the image works in /workspace
+    assert Path("results", engine_test.RUNS) == Path(OUT)
