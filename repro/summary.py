@@ -7,6 +7,7 @@ import os
 import os.path as osp
 import re
 
+from .analysis.readings import reading_of
 from .cells import write_json_atomic
 from .report import paper_entry, paper_scale, paper_table_of, verdicts
 from .results import Results, batchings_in
@@ -36,6 +37,19 @@ def _numbers(spec: TableSpec, results: Results, cells: tuple[tuple[str, str], ..
     return "; ".join(parts) + (f"; {more} more in the report" if more > 0 else "")
 
 
+def basis(spec: TableSpec, batching: str, cells: tuple[tuple[str, str], ...]) -> str:
+    r"""What a verdict rests on beyond the paper's text: the batching of its
+    runs and, for every column of :obj:`cells` on a task the paper leaves
+    open, the reading it runs as :obj:`"{group} {name}"`
+    (:func:`~mzattn.repro.analysis.readings.reading_of`), e.g.
+    :obj:`"masked batching; readings: max entries, task_f aligned-mean"`."""
+    columns = {column.label: column for column in spec.columns}
+    read = (reading_of(columns[label].task, columns[label].overrides)
+            for label in dict.fromkeys(column for _, column in cells))
+    names = dict.fromkeys(f"{r.group} {r.name}" for r in read if r is not None)
+    return f"{batching} batching" + (f"; readings: {', '.join(names)}" if names else "")
+
+
 def specs_in(out: str) -> list[TableSpec]:
     r"""The specs of the tables with a :obj:`cells` folder in :obj:`out`,
     in the paper's order."""
@@ -63,14 +77,21 @@ def _claim_rows(spec: TableSpec, results: Results) -> list[dict[str, str]]:
         command += f" --batching {results.batching}"
     rows = []
     for text, result in verdicts(spec, results):
+        cells = (*(result.cells or ()), *result.read)  # the cells of failing conditions first
         rows.append({"table": spec.key, "claim": text + named, "verdict": result.status,
                      "convergence": result.convergence,
-                     # the cells of failing conditions first
-                     "numbers": _numbers(spec, results, (*(result.cells or ()), *result.read)),
+                     "basis": basis(spec, results.batching, cells),
+                     "numbers": _numbers(spec, results, cells),
                      "detail": result.detail, "profiles": ",".join(results.profiles),
                      "command": command, "study": spec.study,
                      "set_aside": len(results.set_aside)})
     return rows
+
+
+def _runs(row: dict[str, str]) -> str:
+    # "8/8 runs at the paper's protocol and converged; masked batching; Max read as entries"
+    return _cell("; ".join(part for part in (row["convergence"], row.get("basis")) if part)
+                 or "—")
 
 
 def _cell(text: str) -> str:
@@ -86,7 +107,7 @@ def write_summary(out: str, rows: list[dict[str, str]]) -> str:
              "| Table | Claim | Verdict | Runs | Our numbers (paper) | Check | Command |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {r['table']} | {_cell(r['claim'])} | **{r['verdict']}** | "
-              f"{r['convergence'] or '—'} | {_cell(r['numbers']) or '—'} | "
+              f"{_runs(r)} | {_cell(r['numbers']) or '—'} | "
               f"{_cell(r['detail'])} | `{r['command']}` |" for r in rows]
     aside = {r["table"]: r["set_aside"] for r in rows if r.get("set_aside")}
     if aside:
@@ -115,7 +136,7 @@ def verdict_table(summaries: dict[str, list[dict[str, str]]]) -> str:
                 continue
             seen.add(key)
             lines.append(f"| {r['table']}: {_cell(r['claim'])} | **{r['verdict']}** | "
-                         f"{r['convergence'] or '—'} | {_cell(r['numbers']) or '—'} | "
+                         f"{_runs(r)} | {_cell(r['numbers']) or '—'} | "
                          f"`{r['command']} --out {out}` |")
     return "\n".join(lines)
 

@@ -51,12 +51,14 @@ r"""Degree of the polynomial in :math:`\log n` of :func:`set_size_r2`."""
 
 @dataclass(frozen=True)
 class Reading:
-    r"""One reading of a group: task :obj:`task` with :obj:`overrides`."""
+    r"""One reading of a group: task :obj:`task` with :obj:`overrides`;
+    :obj:`built` when it is what the task's defaults run."""
     group: str
     name: str
     task: str
     text: str
     overrides: dict[str, Any] = field(default_factory=dict)
+    built: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,11 @@ def load_readings(path: str = DATA) -> ReadingsData:
     readings = tuple(_entry(Reading, path, "reading", index, entry)
                      for index, entry in enumerate(data.get("reading", [])))
     groups = {reading.group for reading in readings}
+    for group in sorted(groups):
+        built = [r.name for r in readings if r.group == group and r.built]
+        if len(built) != 1:
+            raise ValueError(f"{path}: group {group!r} marks {len(built)} readings as built "
+                             f"({built}); mark exactly one")
     checks = []
     for index, entry in enumerate(data.get("check", [])):
         fields = {key: tuple(map(_tuple, entry[key])) for key in ("rows", "columns", "pairs")
@@ -139,6 +146,24 @@ def find_reading(group: str, name: str, path: str = DATA) -> Reading:
         if (reading.group, reading.name) == (group, name):
             return reading
     raise ValueError(f"{path}: no reading {name!r} of {group!r}")
+
+
+def reading_of(task: str, overrides: dict[str, Any], path: str = DATA) -> Reading | None:
+    r"""The reading a column of :obj:`task` with :obj:`overrides` runs: the
+    one whose overrides it sets (the most specific), else the :obj:`built`
+    reading of :obj:`task`; :obj:`None` for a task the paper leaves no
+    doubt about (no reading of it in :obj:`path`)."""
+    readings = [r for r in _cached_readings(path) if r.task == task]
+    chosen = [r for r in readings
+              if r.overrides and r.overrides.items() <= overrides.items()]
+    if chosen:
+        return max(chosen, key=lambda r: len(r.overrides))
+    return next((r for r in readings if r.built), None)
+
+
+@cache
+def _cached_readings(path: str) -> tuple[Reading, ...]:
+    return load_readings(path).readings
 
 
 def _tuple(value: Any) -> Any:

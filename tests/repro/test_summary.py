@@ -117,3 +117,16 @@ def test_the_claims_of_a_padded_run_get_rows_of_their_own_naming_the_batching(tm
     assert masked[0]["numbers"].startswith("MZAttn-1L L=4 0.95")
     assert padded[0]["numbers"].startswith("MZAttn-1L L=4 0.1 ")
     assert padded[0]["command"] == "mzattn-repro table1 --profile full --batching padded"
+
+
+def test_every_verdict_names_its_batching_and_the_readings_of_open_tasks():
+    from mzattn.repro.summary import basis
+    from mzattn.repro.table29_slot_attention import SPEC as TABLE29
+    assert basis(TABLE29, "masked", (("Set Transformer", "Max"), ("Deep Sets", "Sum"))) == \
+        "masked batching; readings: max entries, sum entries"
+    assert basis(TABLE29, "padded", (("Deep Sets", "Max [per-dim-sum]"),)) == \
+        "padded batching; readings: max per-dim-sum"
+    rows = summary_rows(osp.join(ROOT, "results", "full"), [TABLE1, TABLE29])
+    assert rows and all(row["basis"].startswith("masked batching; readings: ") for row in rows)
+    table = verdict_table({"results/full": rows})
+    assert "converged; masked batching; readings: quadratic_tdof d=32 |" in table
