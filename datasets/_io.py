@@ -48,7 +48,7 @@ def atomic_write(path: str, write: Callable[[Any], None], mode: str) -> None:
 
 def _umask() -> int:
     # The process's umask (reading it means setting it): 022 gives the usual 0644 files, the
-    # Docker image's 002 group-writable ones (mzattn.repro.container).
+    # Docker image's 002 group-writable ones (mzattn.repro.docker.container).
     mask = os.umask(0)
     os.umask(mask)
     return mask

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .cells import (
+from .training.cells import (
     Cell,
     RunOptions,
     cell_config,
@@ -26,21 +26,21 @@ from .cells import (
     log_path,
     peek_record,
 )
-from .commit import ResultsRepository
-from .egnn_comparison import FRAME_DEPENDENT, INVARIANT
-from .faults import RunStopped
-from .launch import CellRun, launch, say
-from .options import (
+from .engine.commit import ResultsRepository
+from .tables.egnn_comparison import FRAME_DEPENDENT, INVARIANT
+from .core.faults import RunStopped
+from .engine.launch import CellRun, launch, say
+from .engine.options import (
     LaunchOptions,
     add_batching_argument,
     add_launch_arguments,
     launch_options_from_args,
     parse_seeds,
 )
-from .runner import exit_status, grid
-from .table01_depth_separation import KNOBS as TABLE1_KNOBS
-from .tables import load_spec
-from .twins import find_twin, run_of
+from .engine.runner import exit_status, grid
+from .tables.table01_depth_separation import KNOBS as TABLE1_KNOBS
+from .core.registry import load_spec
+from .training.twins import find_twin, run_of
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
     (:mod:`.commit`), the ones an earlier run left uncommitted first, and
     with them README :obj:`readme`'s rebuilt verdict table. Returns how
     each cell ended, by :obj:`{table}/{cell_id}`
-    (:class:`~mzattn.repro.launch.CellRun`)."""
+    (:class:`~mzattn.repro.engine.launch.CellRun`)."""
     after_cell = _committer(name, ResultsRepository(out, readme)) if commit else None
     return launch(campaign_cells(name, seeds, profile, batching), profile, out, options,
                   launch_options, report_each_cell=True, keep_order=True, after_cell=after_cell)
@@ -243,10 +243,10 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
     r"""One Markdown table row per cell of the campaign: state, epochs,
     epoch time and the time left at the epoch cap (an upper bound): from
     the cell's last epochs once it has some, else estimated by timing one
-    training step (:func:`~mzattn.repro.launch.CellRun.cost`, marked
+    training step (:func:`~mzattn.repro.engine.launch.CellRun.cost`, marked
     :obj:`≈`). A cell with the run of a cell above it in another table
-    (:mod:`~mzattn.repro.twins`) costs nothing: it takes that cell's record."""
-    from .convergence import convergence
+    (:mod:`~mzattn.repro.training.twins`) costs nothing: it takes that cell's record."""
+    from .report.convergence import convergence
     lines = ["| table | cell | state | epochs | s/epoch | left at cap (h) | convergence |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     total_left = estimated = 0.0

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cells import write_json_atomic
+from mzattn.repro.training.cells import write_json_atomic
 from .calibration import error_bins
 from .checkpoint import load_checkpoint
 from .plots import reliability_plot

@@ -20,7 +20,7 @@ reading's own generator and compared with the paper's under the tolerances
 of :obj:`readings.toml <DATA>`; a reading is *consistent* when every check of
 its group passes (:func:`consistent`). Readings and checks are data
 (:obj:`DATA`); the paper's numbers are read through
-:mod:`mzattn.repro.paper_values`. A reading is chosen by these statistics
+:mod:`mzattn.repro.report.paper_values`. A reading is chosen by these statistics
 alone, never by the verdict it gives (``docs/readings.md``).
 
 .. code-block:: text
@@ -160,7 +160,7 @@ def paper_numbers(check: Check) -> list[float]:
     r"""The paper's numbers behind :obj:`check`: one implied variance per
     row and (MSE, R²) pair that prints both, or the R² of every row and
     column."""
-    from ..paper_values import paper_table
+    from mzattn.repro.report.report.paper_values import paper_table
     table = paper_table(check.table)
     rows = [table.rows[row] for row in check.rows] if check.rows else list(table.rows.values())
     if check.statistic == "variance":

@@ -17,10 +17,10 @@ from typing import Any
 
 import torch
 
-from ..cells import RunOptions, write_json_atomic
-from ..envinfo import environment_record
-from ..launch import CellName, LaunchOptions
-from ..spec import QUICK, SMOKE, Profile, full
+from mzattn.repro.training.cells import RunOptions, write_json_atomic
+from mzattn.repro.core.envinfo import environment_record
+from mzattn.repro.engine.launch import CellName, LaunchOptions
+from mzattn.repro.core.spec import QUICK, SMOKE, Profile, full
 from .calibration import (
     StdMap,
     correlations,

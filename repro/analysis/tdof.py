@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ..results import load_records
+from mzattn.repro.report.report.results import load_records
 
 
 @dataclass(frozen=True)

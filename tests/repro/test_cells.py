@@ -5,7 +5,7 @@ import os
 
 import pytest
 import torch
-from mzattn.repro.cells import (
+from mzattn.repro.training.cells import (
     Cell,
     cell_config,
     cell_data,
@@ -19,9 +19,9 @@ from mzattn.repro.cells import (
     stale_problem,
     write_json_atomic,
 )
-from mzattn.repro.history import FIELDS
-from mzattn.repro.runner import run_table
-from mzattn.repro.spec import SMOKE, Column, Row, TableSpec
+from mzattn.repro.training.history import FIELDS
+from mzattn.repro.engine.runner import run_table
+from mzattn.repro.core.spec import SMOKE, Column, Row, TableSpec
 
 SPEC = TableSpec(
     key="tiny", title="tiny", rows=(Row("Standard", "standard"), Row("Broken", "no-such-model")),

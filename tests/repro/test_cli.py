@@ -8,9 +8,9 @@ import warnings
 import pytest
 from mzattn.baselines import build_model
 from mzattn.repro.cli import COMMANDS, main
-from mzattn.repro.options import parse_names
-from mzattn.repro.quiet import LIBRARY_WARNINGS, LIGHTNING_BANNERS, quiet_libraries
-from mzattn.repro.tables import list_tables, load_spec, table_title
+from mzattn.repro.engine.options import parse_names
+from mzattn.repro.core.quiet import LIBRARY_WARNINGS, LIGHTNING_BANNERS, quiet_libraries
+from mzattn.repro.core.registry import list_tables, load_spec, table_title
 
 from mzattn.names import did_you_mean
 

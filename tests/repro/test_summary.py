@@ -1,9 +1,9 @@
 import os.path as osp
 
 import pytest
-from mzattn.repro.cells import RECORD_VERSION, Cell, cell_config, cell_path, write_json_atomic
+from mzattn.repro.training.cells import RECORD_VERSION, Cell, cell_config, cell_path, write_json_atomic
 from mzattn.repro.cli import main
-from mzattn.repro.summary import (
+from mzattn.repro.report.summary import (
     README_BEGIN,
     README_END,
     begin_marker,
@@ -14,7 +14,7 @@ from mzattn.repro.summary import (
     update_readme,
     verdict_table,
 )
-from mzattn.repro.table01_depth_separation import SPEC as TABLE1
+from mzattn.repro.tables.table01_depth_separation import SPEC as TABLE1
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 README = osp.join(ROOT, "README.md")

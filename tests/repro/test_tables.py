@@ -5,13 +5,13 @@ import sys
 import pytest
 from mzattn.baselines import build_model
 from mzattn.datasets.synthetic import get_config
-from mzattn.repro.cells import cell_path, read_record
-from mzattn.repro.lightning_module import output_channels
-from mzattn.repro.paper_values import TABLES
-from mzattn.repro.real_data import is_real
-from mzattn.repro.runner import grid, run_table
-from mzattn.repro.spec import PROFILES
-from mzattn.repro.tables import TABLE_MODULES, list_tables, load_spec
+from mzattn.repro.training.cells import cell_path, read_record
+from mzattn.repro.training.lightning_module import output_channels
+from mzattn.repro.report.paper_values import TABLES
+from mzattn.repro.training.real_data import is_real
+from mzattn.repro.engine.runner import grid, run_table
+from mzattn.repro.core.spec import PROFILES
+from mzattn.repro.core.registry import TABLE_MODULES, list_tables, load_spec
 
 KEYS = list(TABLE_MODULES)
 # Tables on real datasets, and the real columns of Table 2: their specs are
@@ -81,7 +81,7 @@ def test_egnn_comparison_runs_as_a_plain_script(tmp_path, data_root):
 
 def test_reading_variant_names_the_reading_and_keeps_the_papers_numbers():
     from mzattn.repro.analysis.readings import find_reading
-    from mzattn.repro.spec import Column, reading_variant
+    from mzattn.repro.core.spec import Column, reading_variant
     column = Column("RotMatch", "task_f", {"d": 8})
     variant = reading_variant(column, find_reading("task_f", "unaligned-sum"))
     assert variant.label == "RotMatch [unaligned-sum]" and variant.variant_of == "RotMatch"
