@@ -4,10 +4,10 @@ over many sessions (:obj:`mzattn-repro campaign NAME`).
 A campaign is resumable by construction: finished cells are skipped, a
 killed cell resumes from its :obj:`last.ckpt`, and each cell runs under its
 own lock, so separate invocations share the list without running a cell
-twice. Its cells are dispatched like a table's (:mod:`.launch`: in process,
+twice. Its cells are dispatched like a table's (:mod:`.engine.launch`: in process,
 :obj:`--jobs N` worker processes, or :obj:`--launcher slurm`), and after
 every cell the table's report is rebuilt; with :obj:`--commit` the cell is
-also committed to git (:mod:`.commit`). :obj:`--status` prints the plan
+also committed to git (:mod:`.engine.commit`). :obj:`--status` prints the plan
 and its progress.
 """
 import argparse
@@ -17,6 +17,21 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .core.faults import RunStopped
+from .core.registry import load_spec
+from .engine.commit import ResultsRepository
+from .engine.launch import CellRun, launch
+from .engine.options import (
+    LaunchOptions,
+    add_batching_argument,
+    add_launch_arguments,
+    launch_options_from_args,
+    parse_seeds,
+)
+from .engine.runner import exit_status, grid
+from .engine.runs import say
+from .tables.egnn_comparison import FRAME_DEPENDENT, INVARIANT
+from .tables.table01_depth_separation import KNOBS as TABLE1_KNOBS
 from .training.cells import (
     Cell,
     RunOptions,
@@ -26,20 +41,6 @@ from .training.cells import (
     log_path,
     peek_record,
 )
-from .engine.commit import ResultsRepository
-from .tables.egnn_comparison import FRAME_DEPENDENT, INVARIANT
-from .core.faults import RunStopped
-from .engine.launch import CellRun, launch, say
-from .engine.options import (
-    LaunchOptions,
-    add_batching_argument,
-    add_launch_arguments,
-    launch_options_from_args,
-    parse_seeds,
-)
-from .engine.runner import exit_status, grid
-from .tables.table01_depth_separation import KNOBS as TABLE1_KNOBS
-from .core.registry import load_spec
 from .training.twins import find_twin, run_of
 
 
@@ -173,7 +174,7 @@ def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
     the campaign's order (what decides the most per CPU hour first), not
     the costliest first. With :obj:`commit`, every finished cell is
     committed to the git repository that holds :obj:`out` as it finishes
-    (:mod:`.commit`), the ones an earlier run left uncommitted first, and
+    (:mod:`.engine.commit`), the ones an earlier run left uncommitted first, and
     with them README :obj:`readme`'s rebuilt verdict table. Returns how
     each cell ended, by :obj:`{table}/{cell_id}`
     (:class:`~mzattn.repro.engine.launch.CellRun`)."""

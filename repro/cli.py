@@ -21,9 +21,9 @@ import sys
 from mzattn.extras import missing_extra_hint
 from mzattn.names import did_you_mean
 
-from .engine.options import OUT, table_parser
 from .core.quiet import quiet_libraries
 from .core.registry import TABLE_MODULES, list_tables, load_spec, table_title
+from .engine.options import OUT, table_parser
 
 COMMANDS = {  # command -> its line in --help
     "list": "list the tables that have a script, with their titles",
@@ -82,7 +82,13 @@ def _models(argv: list[str]) -> int:
 
 def _report(argv: list[str]) -> int:
     from .report.report import write_report
-    from .report.summary import folder_summaries, readme_folders, specs_in, update_readme, write_summary
+    from .report.summary import (
+        folder_summaries,
+        readme_folders,
+        specs_in,
+        update_readme,
+        write_summary,
+    )
     parser = argparse.ArgumentParser(prog="mzattn-repro report",
                                      description="rebuild every report from the cell JSONs")
     parser.add_argument("--out", action="append", default=None,

@@ -16,10 +16,10 @@ import dataclasses
 import glob
 import os.path as osp
 
-from .report.claims import compare, verdict
+from .core.spec import QUICK, Claim, TableSpec
 from .engine.options import add_run_arguments
 from .engine.runner import run_from_args
-from .core.spec import QUICK, Claim, TableSpec
+from .report.claims import compare, verdict
 
 ROWS = ("Standard", "MZAttn-Full")
 COLUMN = "d=8"

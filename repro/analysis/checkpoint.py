@@ -20,13 +20,12 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
-
+from mzattn.repro.core.faults import atomic_write
+from mzattn.repro.core.spec import Profile
 from mzattn.repro.training.cells import GRADIENT_CLIP
 from mzattn.repro.training.checkpoints import safe_load
 from mzattn.repro.training.datamodule import SetDataModule
-from mzattn.repro.core.faults import atomic_write
 from mzattn.repro.training.lightning_module import SetModule, output_channels
-from mzattn.repro.core.spec import Profile
 from mzattn.repro.training.twins import batching_of
 
 FORMAT = "mzattn-analysis-checkpoint-1"

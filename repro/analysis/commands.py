@@ -21,11 +21,11 @@ import os.path as osp
 import sys
 
 import torch
-
-from mzattn.repro.training.cells import write_json_atomic
 from mzattn.repro.core.faults import RunStopped
-from mzattn.repro.engine.options import add_launch_arguments, launch_options_from_args
 from mzattn.repro.core.spec import PROFILES
+from mzattn.repro.engine.options import add_launch_arguments, launch_options_from_args
+from mzattn.repro.training.cells import write_json_atomic
+
 from .training import TrainingsFailed
 
 UNCERTAINTY_TABLES = ("table19", "table20", "table21")

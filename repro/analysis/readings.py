@@ -160,7 +160,7 @@ def paper_numbers(check: Check) -> list[float]:
     r"""The paper's numbers behind :obj:`check`: one implied variance per
     row and (MSE, R²) pair that prints both, or the R² of every row and
     column."""
-    from mzattn.repro.report.report.paper_values import paper_table
+    from mzattn.repro.report.paper_values import paper_table
     table = paper_table(check.table)
     rows = [table.rows[row] for row in check.rows] if check.rows else list(table.rows.values())
     if check.statistic == "variance":

@@ -11,19 +11,21 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from mzattn.repro.training.cells import RunOptions
-from mzattn.repro.engine.cost import training_cost
 from mzattn.repro.core.faults import is_no_space, no_space
-from mzattn.repro.engine.launch import CellName, LaunchOptions, dispatch, say
-from mzattn.repro.engine.pool import pin
 from mzattn.repro.core.spec import Profile
+from mzattn.repro.engine.cost import training_cost
+from mzattn.repro.engine.launch import LaunchOptions, dispatch
+from mzattn.repro.engine.pool import pin
+from mzattn.repro.engine.runs import CellName, say
+from mzattn.repro.training.cells import RunOptions
+
 from .checkpoint import train_checkpoint
 
 
 @dataclass(frozen=True)
 class TrainingRun:
     r"""One :func:`~.checkpoint.train_checkpoint` call as a
-    :class:`~mzattn.repro.engine.launch.Run`: trains registry model :obj:`model`
+    :class:`~mzattn.repro.engine.runs.Run`: trains registry model :obj:`model`
     on :obj:`task` into :obj:`{out}/{cell.table}/ckpt/{cell.cell_id}.pt`
     (:attr:`path`) and returns :obj:`"ok"`, or :obj:`"failed"` (with the
     error printed) when training raised.

@@ -248,7 +248,7 @@ class Verdict:
 @dataclass(frozen=True)
 class Claim:
     r"""A headline claim of a table and the check deciding it on our
-    aggregated results (:class:`mzattn.repro.report.report.Results`).
+    aggregated results (:class:`mzattn.repro.report.results.Results`).
 
     Args:
         text (str): The claim, in the paper's words.

@@ -15,7 +15,6 @@ from typing import TextIO
 import docker
 import requests
 from docker.types import DeviceRequest
-
 from mzattn.repro.core.envinfo import GIT_COMMIT_ENV, git_commit
 
 DEFAULT_IMAGE = "mzattn-repro"

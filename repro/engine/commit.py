@@ -20,7 +20,7 @@ import os
 import os.path as osp
 import subprocess
 
-from mzattn.repro.report.report.summary import (
+from mzattn.repro.report.summary import (
     folder_summaries,
     readme_folders,
     specs_in,

@@ -30,11 +30,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mzattn.repro.core.registry import list_tables, load_spec
+from mzattn.repro.core.spec import PROFILES, TableSpec
 from mzattn.repro.training.cells import Cell, RunOptions, cell_data, column_profile
 from mzattn.repro.training.real_data import is_real
+
 from .runner import grid
-from mzattn.repro.core.spec import PROFILES, TableSpec
-from mzattn.repro.core.registry import list_tables, load_spec
 
 
 def data_cells(spec: TableSpec, profile: str) -> list[Cell]:

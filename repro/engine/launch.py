@@ -14,7 +14,7 @@ table, :obj:`mzattn-repro campaign` and the tests (DESIGN §10, Execution).
   :obj:`submitit`, one job array per table (:mod:`.slurm`).
 
 Tables and the campaign call :func:`launch`, the analysis studies'
-trainings (:mod:`.analysis.training`) the :func:`dispatch` underneath it:
+trainings (:mod:`mzattn.repro.analysis.training`) the :func:`dispatch` underneath it:
 both dispatch :class:`Run` objects the same way. For a table every path
 calls :func:`~mzattn.repro.training.cells.run_cell`, so a cell keeps its
 semantics: one atomic JSON, finished cells skipped, a killed cell resumed
@@ -25,11 +25,12 @@ queued) as it changes and rebuilds a table's report once its cells end.
 import os
 import os.path as osp
 import signal
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
+from mzattn.repro.core.envinfo import environment_record
+from mzattn.repro.core.faults import Interrupted, stop_on_signals
 from mzattn.repro.training.cells import (
     RECORD_VERSION,
     Cell,
@@ -42,11 +43,11 @@ from mzattn.repro.training.cells import (
     run_cell,
     write_json_atomic,
 )
+
 from .cost import by_cost
-from mzattn.repro.core.envinfo import environment_record
-from mzattn.repro.core.faults import Interrupted, stop_on_signals
 from .options import LAUNCHERS, LaunchOptions
 from .pool import WorkerPool, pin
+from .runs import Progress, Run, cell_key, say
 
 TIMING_KEYS = ("wall_time_s", "finished_at", "epoch_time_s")
 r"""Record fields that differ between two runs of the same cell."""
@@ -59,47 +60,6 @@ def outcome(record: dict[str, Any]) -> dict[str, Any]:
     if "history" in kept:
         kept["history"] = [outcome(row) for row in kept["history"]]
     return kept
-
-
-@dataclass(frozen=True)
-class CellName:
-    r"""The name of a run that is not a table's cell (an analysis
-    training): :obj:`table` groups runs (one SLURM job array, files under
-    :obj:`{out}/{table}/`) and :obj:`cell_id` names one."""
-    table: str
-    cell_id: str
-
-
-class Run(Protocol):
-    r"""What :func:`dispatch` runs: a picklable, frozen dataclass that runs
-    in any process when called and returns its status (:obj:`"ok"`,
-    :obj:`"failed"`, :obj:`"skipped"` or :obj:`"busy"`), with
-    :obj:`threads` torch threads on GPU :obj:`gpu` (fields :func:`dispatch`
-    sets), results under :obj:`out`, and a :obj:`cell` (a
-    :class:`~mzattn.repro.training.cells.Cell` or :class:`CellName`) naming it in
-    the progress lines. :class:`CellRun` is the run of a table's cell."""
-    cell: Cell | CellName
-    out: str
-    threads: int | None
-    gpu: str | None
-
-    def __call__(self) -> str: ...
-
-    def finished(self) -> bool:
-        r"""Whether it ran to the end before (it is then skipped)."""
-
-    def fail(self, reason: str) -> str:
-        r"""Records that it failed for :obj:`reason` (a killed worker, a
-        scheduler error), prints the reason, and returns its status."""
-
-    def outcome(self) -> str | None:
-        r"""How it ended, as its own files record it once its process has
-        ended (:obj:`"ok"` or :obj:`"failed"`), :obj:`None` when they
-        record nothing."""
-
-    def cost(self) -> float | None:
-        r"""Its estimated cost (:mod:`~mzattn.repro.engine.cost`), :obj:`None`
-        when unknown: :obj:`--jobs N` starts the costliest first."""
 
 
 @dataclass(frozen=True)
@@ -148,57 +108,14 @@ class CellRun:
     def cost(self) -> float | None:
         r"""Estimated seconds to train the cell to its epoch cap
         (:func:`~mzattn.repro.engine.cost.training_cost`)."""
-        from .cost import training_cost
         from mzattn.repro.core.registry import load_spec
+
+        from .cost import training_cost
         config = cell_config(load_spec(self.cell.table), self.cell, self.profile)
         training = config["training"]
         return training_cost(model=config["model"], overrides=config["model_overrides"],
                              task=config["task"], task_overrides=config["task_overrides"],
                              max_epochs=training["max_epochs"])
-
-
-class Progress:
-    r"""Counts of cells by state: prints them each time they change, and a
-    line with the wall time of each cell that ends."""
-    STATES = ("done", "running", "failed", "queued")
-
-    def __init__(self, label: str, cells: Sequence[Cell]) -> None:
-        self.label = label
-        self.state = {cell_key(cell): "queued" for cell in cells}
-        self.started: dict[str, float] = {}
-        self.shown = ""
-
-    def set(self, cell: Cell, state: str) -> None:
-        r"""Moves :obj:`cell` to :obj:`state` and prints the counts if they changed."""
-        key = cell_key(cell)
-        if state == "running":
-            self.started.setdefault(key, time.perf_counter())
-        self.state[key] = state
-        counts = {s: sum(v == s for v in self.state.values()) for s in self.STATES}
-        line = ", ".join(f"{n} {s}" for s, n in counts.items())
-        if line != self.shown:
-            self.shown = line
-            say(f"{self.label}: {line} (of {len(self.state)})")
-
-    def end(self, cell: Cell, status: str) -> None:
-        r"""Prints how :obj:`cell` ended (a :class:`CellRun` status) and its
-        wall time, and counts it as done or failed."""
-        seconds = time.perf_counter() - self.started.pop(cell_key(cell), time.perf_counter())
-        say(f"{cell.table} {cell.cell_id}: {ENDINGS.get(status, status)} ({seconds:.0f} s)")
-        self.set(cell, "failed" if status == "failed" else "done")
-
-
-ENDINGS = {"skipped": "skipped (finished before)", "busy": "busy (another run holds its lock)"}
-
-
-def cell_key(cell: Cell) -> str:
-    r"""A cell's name across tables: :obj:`{table}/{cell_id}`."""
-    return f"{cell.table}/{cell.cell_id}"
-
-
-def say(text: str) -> None:
-    r"""Prints a line of the dispatcher."""
-    print(f"[mzattn-repro] {text}", flush=True)
 
 
 def record_failure(cell: Cell, profile: str, out: str, reason: str) -> dict[str, Any]:
@@ -406,6 +323,6 @@ def _unfinished(runs: Sequence[Run], on_done: Callable[[Any, str], None]) -> lis
 
 
 def _write_report(table: str, out: str, batching: str) -> None:
-    from mzattn.repro.report.report.report import write_report
     from mzattn.repro.core.registry import load_spec
+    from mzattn.repro.report.report import write_report
     say(f"report: {write_report(load_spec(table), out, batching)}")

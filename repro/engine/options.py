@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mzattn.datasets.batching import BATCHINGS
-
 from mzattn.repro.core.spec import PROFILES
 
 LAUNCHERS = ("local", "slurm")

@@ -12,7 +12,7 @@ slot, not once per cell.
 A worker that dies (killed, out of memory) is reported with its exit code
 and the job it was running; the next job of its slot gets a fresh worker.
 SIGTERM / SIGINT to a worker while it runs a job stop that job as a table
-run does (:mod:`.faults`): the worker prints why and exits with
+run does (:mod:`mzattn.repro.core.faults`): the worker prints why and exits with
 :obj:`128 + signum`.
 
 A worker lives in its own process group, so that a terminal's Ctrl-C
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from mzattn.lifetime import die_with_parent
-
 from mzattn.repro.core.faults import RunStopped, stop_on_signals
+
+from mzattn.lifetime import die_with_parent
 
 WARM_MODULES = ("torch", "torch_geometric", "lightning.pytorch", "mzattn.baselines",
                 "mzattn.repro.training.cells", "mzattn.repro.core.registry")

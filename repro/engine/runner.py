@@ -9,14 +9,14 @@ import time
 
 import torch
 from lightning.pytorch.utilities import rank_zero_only
-
-from mzattn.repro.training.cells import Cell, RunOptions, run_cell
 from mzattn.repro.core.faults import RunStopped
+from mzattn.repro.core.quiet import quiet_libraries
+from mzattn.repro.core.spec import PROFILES, TableSpec
+from mzattn.repro.report.report import write_report
+from mzattn.repro.training.cells import Cell, RunOptions, run_cell
+
 from .launch import in_process, launch
 from .options import DEVICES, OUT, launch_options_from_args, table_parser
-from mzattn.repro.core.quiet import quiet_libraries
-from mzattn.repro.report.report.report import write_report
-from mzattn.repro.core.spec import PROFILES, TableSpec
 
 
 def grid(spec: TableSpec, profile: str, models: list[str] | None = None,

@@ -24,11 +24,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import submitit
-
-from mzattn.repro.training.cells import table_dir
 from mzattn.repro.core.faults import Interrupted, stop_on_signals
-from .launch import Progress, Run, say
+from mzattn.repro.training.cells import table_dir
+
 from .options import SlurmOptions
+from .runs import Progress, Run, say
 
 REASONS = {
     "TIMEOUT": "SLURM stopped it at its time limit ({time} min, --slurm-time) and it could "
@@ -45,7 +45,7 @@ r"""SLURM job states → the plain-words reason a cell failed."""
 
 
 class CellJob(submitit.helpers.Checkpointable):
-    r"""A :class:`~mzattn.repro.engine.launch.Run` (a table's
+    r"""A :class:`~mzattn.repro.engine.runs.Run` (a table's
     :class:`~mzattn.repro.engine.launch.CellRun`) as a SLURM array task: requeued
     with the same arguments on time-out or preemption (the cell's
     :obj:`last.ckpt` holds its progress).

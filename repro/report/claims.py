@@ -18,8 +18,9 @@ them; for a condition without them, every cell the check read counts).
 import operator
 from collections.abc import Callable
 
-from .results import Results
 from mzattn.repro.core.spec import Verdict
+
+from .results import Results
 
 REPRODUCED, NOT_REPRODUCED, NOT_RUN = "reproduced", "not reproduced", "not run"
 PARTLY_RUN = "partly run"

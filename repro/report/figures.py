@@ -3,6 +3,7 @@ import os
 import os.path as osp
 import tempfile
 
+from .paper_values import paper_entry, paper_scale, paper_table_of
 from .results import Results
 
 
@@ -23,7 +24,6 @@ def _save(fig, path: str) -> None:
 
 def _paper_mean(results: Results, row: str, column: str) -> float | None:
     # The paper's value in our units (a percentage as a fraction).
-    from .report import paper_entry, paper_scale, paper_table_of
     value = paper_entry(results.spec, paper_table_of(results.spec), row, column)
     return None if value is None else value.mean / paper_scale(value)
 

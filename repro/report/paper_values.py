@@ -9,7 +9,8 @@ one entry of :obj:`cells` per printed cell (``[row, column, printed text]``,
 per quoted number for the text), with notes on ambiguous transcriptions as
 comments. They are parsed into :class:`PaperTable` objects at import time.
 Reports compare against the paper only through :func:`paper_table`,
-:func:`paper_value` and :func:`column_metric`.
+:func:`paper_value` and :func:`column_metric`, and a spec's cell through
+:func:`paper_table_of`, :func:`paper_entry` and :func:`paper_scale`.
 
 Conventions:
 
@@ -40,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mzattn.repro.core.spec import TableSpec
+
 from mzattn.extras import require
 
 __all__ = [
@@ -50,6 +53,9 @@ __all__ = [
     'paper_value',
     'column_metric',
     'DATA',
+    'paper_table_of',
+    'paper_entry',
+    'paper_scale',
 ]
 
 #: The folder of the data files, one ``<key>.yaml`` per table.
@@ -275,3 +281,25 @@ def column_metric(key: str, column: str) -> tuple[str, bool | None]:
                          f"(got '{column}')")
     metric = _COLUMN_METRICS[key][column] if table.metric == 'mixed' else table.metric
     return metric, _DIRECTIONS[metric]
+
+
+def paper_table_of(spec: TableSpec):
+    r"""The paper's :obj:`PaperTable` of :obj:`spec`, or :obj:`None`."""
+    if spec.paper is None:
+        return None
+    return paper_table(spec.paper)
+
+
+def paper_entry(spec: TableSpec, paper, row: str, column: str):
+    r"""The paper's :obj:`PaperValue` of our cell, or :obj:`None`."""
+    label = spec.paper_label(row, column)
+    if paper is None or label is None:
+        return None
+    return paper.rows.get(label[0], {}).get(label[1])
+
+
+def paper_scale(value) -> float:
+    r"""Factor from our units to those of the paper's :obj:`PaperValue`:
+    :obj:`100` for a value printed in percent (our accuracies are fractions),
+    else :obj:`1`."""
+    return 100.0 if value.text.endswith("%") else 1.0

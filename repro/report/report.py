@@ -6,13 +6,14 @@ import os.path as osp
 import sys
 
 from mzattn.datasets.batching import BATCHINGS
-
-from mzattn.repro.training.cells import table_dir
-from .convergence import convergence
 from mzattn.repro.core.faults import atomic_write_text
-from .figures import learning_curves
-from .results import Results, batchings_in
 from mzattn.repro.core.spec import TableSpec, Verdict, column_reading
+from mzattn.repro.training.cells import table_dir
+
+from .convergence import convergence
+from .figures import learning_curves
+from .paper_values import paper_entry, paper_scale, paper_table_of
+from .results import Results, batchings_in
 from .verdicts import decide, decide_study
 
 STUDY_WHY = "an analysis table compares readings of the task, not the paper's own setting"
@@ -23,29 +24,6 @@ METRIC_NAMES = {"r2": "R²", "mse": "MSE", "acc": "accuracy", "nll": "NLL"}
 def metric_name(metric: str) -> str:
     r"""The printed name of :obj:`metric` (:obj:`METRIC_NAMES`)."""
     return METRIC_NAMES.get(metric, metric)
-
-
-def paper_table_of(spec: TableSpec):
-    r"""The paper's :obj:`PaperTable` of :obj:`spec`, or :obj:`None`."""
-    if spec.paper is None:
-        return None
-    from .paper_values import paper_table
-    return paper_table(spec.paper)
-
-
-def paper_entry(spec: TableSpec, paper, row: str, column: str):
-    r"""The paper's :obj:`PaperValue` of our cell, or :obj:`None`."""
-    label = spec.paper_label(row, column)
-    if paper is None or label is None:
-        return None
-    return paper.rows.get(label[0], {}).get(label[1])
-
-
-def paper_scale(value) -> float:
-    r"""Factor from our units to those of the paper's :obj:`PaperValue`:
-    :obj:`100` for a value printed in percent (our accuracies are fractions),
-    else :obj:`1`."""
-    return 100.0 if value.text.endswith("%") else 1.0
 
 
 def _cell_text(mean: float | None, std: float | None, n: int) -> str:

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from mzattn.datasets.batching import BATCHINGS
-
-from mzattn.repro.training.cells import RecordError, read_record, stale_problem, table_dir
 from mzattn.repro.core.spec import TableSpec
-from .trust import doubt
+from mzattn.repro.training.cells import RecordError, read_record, stale_problem, table_dir
 from mzattn.repro.training.twins import batching_of
+
+from .trust import doubt
 
 
 def load_records(out: str, table: str,

@@ -7,11 +7,13 @@ import os
 import os.path as osp
 import re
 
-from mzattn.repro.training.cells import write_json_atomic
-from .report import paper_entry, paper_scale, paper_table_of, verdicts
-from .results import Results, batchings_in
-from mzattn.repro.core.spec import TableSpec
 from mzattn.repro.core.registry import list_tables, load_spec
+from mzattn.repro.core.spec import TableSpec
+from mzattn.repro.training.cells import write_json_atomic
+
+from .paper_values import paper_entry, paper_scale, paper_table_of
+from .report import verdicts
+from .results import Results, batchings_in
 
 README_BEGIN, README_END = "<!-- verdicts:begin -->", "<!-- verdicts:end -->"
 r"""Markers of the generated region of the README. The begin marker may list

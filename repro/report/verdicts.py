@@ -26,10 +26,11 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from mzattn.repro.core.spec import Verdict, column_reading
+
 from .claims import NOT_REPRODUCED, NOT_RUN, PARTLY_RUN, REPRODUCED
 from .convergence import convergence
 from .results import Results
-from mzattn.repro.core.spec import Verdict, column_reading
 
 CONTRADICTED, INCONCLUSIVE, PIPELINE_ONLY = "contradicted", "inconclusive", \
     "pipeline check only"

@@ -8,9 +8,9 @@ whose value depends on a fixed coordinate frame.
 """
 import dataclasses
 
-from mzattn.repro.report.claims import compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, TASK_F_NOTE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, verdict
 
 ROWS = (
     Row("ST-Large", "st-large"),

@@ -5,8 +5,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from mzattn.repro.report.claims import all_compare
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, Verdict, full
+from mzattn.repro.report.claims import all_compare
 
 DIMENSIONS = (3, 6, 9)
 MZ = "MZAttn-Full"

@@ -22,10 +22,10 @@ run offline on scikit-learn's digits and diabetes data.
 import dataclasses
 import math
 
+from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, TableSpec, Verdict, full
+from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.report.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED, verdict
 from mzattn.repro.report.results import Results
-from mzattn.repro.engine.runner import main as run_main
-from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, TableSpec, Verdict, full
 from mzattn.repro.tables.transfer import MZ, ROWS
 
 STANDARD = "Standard"

@@ -8,9 +8,9 @@ r"""Table 1: depth separation on the quadratic-TDOF target (Eq. 4): a
 """
 import dataclasses
 
-from mzattn.repro.report.claims import compare, ratio, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, ratio, verdict
 
 LS = (4, 8, 16, 24, 32)
 ROWS = (

@@ -16,8 +16,6 @@ smoke and quick profiles leave them out; the full profile runs them, and
 import dataclasses
 
 from mzattn.repro.analysis.readings import find_reading
-from mzattn.repro.report.claims import compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import (
     QUICK,
     SMOKE,
@@ -29,6 +27,8 @@ from mzattn.repro.core.spec import (
     full,
     reading_variant,
 )
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, verdict
 
 MZ = "MZAttn (ours)"
 ROWS = (

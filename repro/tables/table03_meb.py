@@ -8,22 +8,13 @@ radius, :math:`R^2` across :math:`d \in \{8, 16, 32\}`.
 import dataclasses
 import os.path as osp
 
+from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, TableSpec, full
+from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.report.claims import compare, verdict
 from mzattn.repro.report.figures import bars_and_lines
-from mzattn.repro.engine.runner import main as run_main
-from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.tables.meb_spec import ROWS
+from mzattn.repro.tables.table03_sensitivity import table3_lines
 
-ROWS = (
-    Row("Standard", "standard"),
-    Row("ST-Large", "st-large"),
-    Row("HyperNet (r=8)", "hypernet-r8"),
-    Row("HyperNet (r=64, full key-rank)", "hypernet-r64"),
-    Row("Perceiver", "perceiver"),
-    Row("LA-ST (Linear Attn.)", "la-st"),
-    Row("Standard (mean-pool head)", "st-meanpool"),
-    Row("Mamba + PMA", "mamba-pma"),
-    Row("MZAttn-Full", "mz-full"),
-)
 PMA_BASELINES = [row.label for row in ROWS[:6]]
 COLUMNS = tuple(Column(f"d={d}", "meb", {"d": d}) for d in (8, 16, 32))
 
@@ -57,7 +48,6 @@ CLAIMS = (
 
 def _sensitivity(results, folder: str) -> list[str]:
     # The finding of the distribution study run into the same results folder.
-    from mzattn.repro.tables.table03_sensitivity import table3_lines
     return table3_lines(osp.dirname(folder))
 
 

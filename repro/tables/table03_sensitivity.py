@@ -18,11 +18,11 @@ import dataclasses
 import json
 import os.path as osp
 
-from mzattn.repro.training.cells import write_json_atomic
-from mzattn.repro.report.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED, compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, TableSpec, Verdict, full
-from mzattn.repro.tables.table03_meb import ROWS as TABLE3_ROWS
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED, compare, verdict
+from mzattn.repro.tables.meb_spec import ROWS as TABLE3_ROWS
+from mzattn.repro.training.cells import write_json_atomic
 
 D = 8
 ROWS = tuple(row for row in TABLE3_ROWS

@@ -6,9 +6,9 @@ r"""Table 4: rotation matching (Task F) as $d$ grows, $R^2$.
 """
 import dataclasses
 
-from mzattn.repro.report.claims import compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, verdict
 
 ROWS = (
     Row("Standard", "standard"),

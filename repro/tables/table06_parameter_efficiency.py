@@ -8,8 +8,6 @@ standard Set Transformer on max, rotation matching and MST ($R^2$).
 import dataclasses
 
 from mzattn.repro.analysis.readings import find_reading
-from mzattn.repro.report.claims import compare, verdict, within
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import (
     QUICK,
     REDUCTION_READING,
@@ -23,6 +21,8 @@ from mzattn.repro.core.spec import (
     full,
     reading_variant,
 )
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, verdict, within
 
 ROWS = (
     Row("Standard", "standard"),

@@ -7,9 +7,9 @@ quadratic-TDOF target with TDOF 16 and 32 ($R^2$).
 """
 import dataclasses
 
-from mzattn.repro.report.claims import compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, verdict
 
 ROWS = tuple(Row(str(k), "mz-full", {"num_matrix_generators": k}) for k in (1, 2, 4, 8, 16, 32))
 COLUMNS = tuple(Column(f"L={L}", "quadratic_tdof", {"L": L}) for L in (16, 32))

@@ -7,9 +7,9 @@ r"""Table 9: number of zonotope generators $n_g$ of MZAttn on set matching
 """
 import dataclasses
 
-from mzattn.repro.report.claims import verdict, within
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import verdict, within
 
 ROWS = tuple(Row(str(n), "mz-full", {"num_generators": n}) for n in (2, 4, 8, 16))
 COLUMNS = (Column("Set matching", "task_b"),)

@@ -6,9 +6,9 @@ centre-only MZAttn on Tasks A and B.
     python repro/tables/table10_genqk.py --profile quick
 """
 
-from mzattn.repro.report.claims import compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, verdict
 
 CENTRES, GENQK = "MZAttn (centers-only Q/K)", "MZ-GenQK (gen info in Q/K)"
 ROWS = (Row(CENTRES, "mz-full"), Row(GENQK, "mz-genqk"))

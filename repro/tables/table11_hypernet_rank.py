@@ -6,9 +6,9 @@ and B.
     python repro/tables/table11_hypernet_rank.py --profile quick
 """
 
-from mzattn.repro.report.claims import compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, verdict
 
 ROWS = (
     Row("HyperNet (r=8)", "hypernet-r8"),

@@ -7,9 +7,9 @@ layers on set matching (Task B).
 """
 import dataclasses
 
-from mzattn.repro.report.claims import all_compare
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import all_compare
 
 SET_TRANSFORMERS = tuple(Row(f"Set Transformer ({k} layer{'s' if k > 1 else ''})", f"st-{k}l")
                          for k in range(1, 7))

@@ -7,9 +7,9 @@ encoding, on the order-dependent quadratic-TDOF target.
 """
 import dataclasses
 
-from mzattn.repro.report.claims import compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, verdict
 
 ROWS = (Row("MZ-Transformer", "mz-seq-transformer"), Row("Std-Transformer", "seq-transformer"))
 COLUMNS = tuple(Column(f"L={L}", "quadratic_tdof_seq", {"L": L}) for L in (4, 8, 16, 24, 32))

@@ -8,9 +8,9 @@ function of the copy noise $\sigma$.
 import dataclasses
 
 from mzattn.datasets.synthetic import TABLE15_NOISES
-from mzattn.repro.report.claims import compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, verdict
 
 ROWS = (Row("ST", "standard"), Row("MZ", "mz-full"))
 COLUMNS = tuple(Column(f"sigma={noise}", "task_b", {"noise": noise}) for noise in TABLE15_NOISES)

@@ -8,9 +8,9 @@ clouds of 10-30 points, tested on larger ones.
 import dataclasses
 
 from mzattn.datasets.synthetic import TABLE16_TEST_SIZES
-from mzattn.repro.report.claims import compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, verdict
 
 ROWS = (Row("ST", "standard"), Row("MZ", "mz-full"))
 COLUMNS = tuple(Column(f"[{low},{high}]", "task_b", {"test_n_min": low, "test_n_max": high})

@@ -9,8 +9,8 @@ targets normalised by the training statistics (App. D.2.4).
 """
 import dataclasses
 
-from mzattn.repro import table23_mst_scaling as unnormalized
 from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.tables import table23_mst_scaling as unnormalized
 
 COLUMNS = tuple(dataclasses.replace(column, normalize=True)
                 for column in unnormalized.COLUMNS)

@@ -4,10 +4,10 @@ r"""Table 18: Convex hull volume, normalised targets ($R^2$ across $d$).
 
     python repro/tables/table18_hull_normalized.py --profile quick
 """
+from mzattn.repro.core.spec import Claim
+from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.report.claims import at_least, compare, verdict
 from mzattn.repro.tables.hull_spec import MZ, baselines, beats_every_baseline, hull_spec
-from mzattn.repro.engine.runner import main as run_main
-from mzattn.repro.core.spec import Claim
 
 LINEAR = "LA-ST"
 

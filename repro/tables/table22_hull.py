@@ -4,9 +4,9 @@ r"""Table 22: Convex hull volume ($R^2$ across $d$).
 
     python repro/tables/table22_hull.py --profile quick
 """
-from mzattn.repro.tables.hull_spec import beats_every_baseline, hull_spec
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import Claim
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.tables.hull_spec import beats_every_baseline, hull_spec
 
 LINEAR = "LA-ST (Linear Attn.)"
 

@@ -8,9 +8,9 @@ $d \in \{8, 16, 32\}$ ($R^2$).
 """
 import dataclasses
 
-from mzattn.repro.report.claims import at_least, compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full, transposed
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import at_least, compare, verdict
 
 ROWS = (
     Row("Standard", "standard"),

@@ -7,9 +7,18 @@ with up to 1000 elements per set ($R^2$).
 """
 import dataclasses
 
-from mzattn.repro.report.claims import all_compare
+from mzattn.repro.core.spec import (
+    QUICK,
+    REDUCTION_READING,
+    SMOKE,
+    Claim,
+    Column,
+    Row,
+    TableSpec,
+    full,
+)
 from mzattn.repro.engine.runner import main as run_main
-from mzattn.repro.core.spec import QUICK, REDUCTION_READING, SMOKE, Claim, Column, Row, TableSpec, full
+from mzattn.repro.report.claims import all_compare
 
 ROWS = (
     Row("Standard", "standard"),

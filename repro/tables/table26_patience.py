@@ -9,9 +9,9 @@ profile runs offline on scikit-learn digits through a random-weight ResNet-50.
 
     python repro/tables/table26_patience.py --profile quick
 """
-from mzattn.repro.report.claims import compare, verdict, within
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import Claim, TableSpec
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, verdict, within
 from mzattn.repro.tables.transfer import MZ, ROWS, profiles, resnet_column
 
 MODELS = (MZ, "ST-Large", "HyperNet", "LinearAttn")

@@ -7,9 +7,9 @@ predict $A x_q$ from 30 support pairs of a task operator $A$.
 """
 import dataclasses
 
-from mzattn.repro.report.claims import compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, full, transposed
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, verdict
 
 ROWS = (
     Row("Standard", "standard"),

@@ -15,9 +15,9 @@ the first run processes all of QM9 there (minutes, once).
 import dataclasses
 
 from mzattn.datasets.qm9 import QM9_TARGETS
-from mzattn.repro.report.claims import NOT_RUN, compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import QUICK, SMOKE, Claim, Column, Row, TableSpec, Verdict, full
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import NOT_RUN, compare, verdict
 
 ROWS = (
     Row("Deep Sets", "deep-sets"),

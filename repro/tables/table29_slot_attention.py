@@ -8,8 +8,6 @@ MZAttn on the max / sum / median / range reductions (App. D.5.3).
 import dataclasses
 
 from mzattn.repro.analysis.readings import find_reading
-from mzattn.repro.report.claims import compare, ratio, verdict, within
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import (
     QUICK,
     REDUCTION_READING,
@@ -22,6 +20,8 @@ from mzattn.repro.core.spec import (
     full,
     reading_variant,
 )
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, ratio, verdict, within
 
 ROWS = (
     Row("Slot Attention", "slot-attention"),

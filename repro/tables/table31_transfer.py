@@ -15,8 +15,8 @@ smoke profile runs offline on scikit-learn's digits.
 
     python repro/tables/table31_transfer.py --profile quick
 """
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import Claim, Column, TableSpec
+from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.tables.transfer import (
     MZ,
     ROWS,

@@ -10,9 +10,9 @@ profile runs offline on scikit-learn digits through a random-weight ResNet-18.
 
     python repro/tables/table32_resnet_sgsp.py --profile quick
 """
-from mzattn.repro.report.claims import compare, verdict
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import Claim, TableSpec, transposed
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.claims import compare, verdict
 from mzattn.repro.tables.transfer import MZ, ROWS, profiles, rank_claim, resnet_column
 
 #: Paper row label -> target name of mzattn.datasets.resnet_features.

@@ -10,8 +10,8 @@ profile runs offline on scikit-learn digits through random-weight ResNets.
 
     python repro/tables/table33_dimension_scaling.py --profile quick
 """
-from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.core.spec import Claim, TableSpec, transposed
+from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.tables.transfer import MZ, ROWS, profiles, rank_claim, resnet_column
 
 R18, R50 = "ResNet-18 (d=256)", "ResNet-50 (d=1024)"

@@ -12,9 +12,9 @@ profiles run offline on stand-in data (:obj:`stand_in=True` of
 import dataclasses
 from collections.abc import Callable
 
-from mzattn.repro.report.report.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
-from mzattn.repro.report.report.results import Results
 from mzattn.repro.core.spec import QUICK, SMOKE, Column, Profile, Row, Verdict, full
+from mzattn.repro.report.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
+from mzattn.repro.report.results import Results
 
 ROWS = (
     Row("Standard", "standard"),

@@ -26,9 +26,6 @@ from filelock import FileLock, Timeout
 from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.utilities import rank_zero_only
 from mzattn.datasets.batching import BATCHINGS, check_batching
-
-from .checkpoints import AtomicCheckpointIO, CellCheckpoint, StopBetweenSteps, resumable
-from .datamodule import SetDataModule
 from mzattn.repro.core.envinfo import environment_record
 from mzattn.repro.core.faults import (
     Interrupted,
@@ -40,11 +37,14 @@ from mzattn.repro.core.faults import (
     stop_on_signals,
     stop_signal,
 )
+from mzattn.repro.core.quiet import show_progress_bar
+from mzattn.repro.core.spec import Column, Profile, Row, TableSpec, slug
+
+from .checkpoints import AtomicCheckpointIO, CellCheckpoint, StopBetweenSteps, resumable
+from .datamodule import SetDataModule
 from .history import History
 from .lightning_module import SetModule, output_channels
 from .progress import EpochLogger
-from mzattn.repro.core.quiet import show_progress_bar
-from mzattn.repro.core.spec import Column, Profile, Row, TableSpec, slug
 from .stages import reach
 from .twins import batching_of, find_twin, run_lock_path, run_of
 

@@ -14,8 +14,6 @@ import lightning.pytorch as pl
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning.pytorch.callbacks import ModelCheckpoint
-
-from .datamodule import ResumableLoader
 from mzattn.repro.core.faults import (
     Interrupted,
     atomic_write,
@@ -24,6 +22,8 @@ from mzattn.repro.core.faults import (
     release_signals,
     set_aside,
 )
+
+from .datamodule import ResumableLoader
 from .stages import PausingFile, pausing, reach
 
 

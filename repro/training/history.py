@@ -9,7 +9,6 @@ from typing import Any
 
 import lightning.pytorch as pl
 import torch
-
 from mzattn.repro.core.faults import atomic_write_text
 
 FIELDS = ("epoch", "train_loss", "val_loss", "val_metric", "lr", "epoch_time_s")

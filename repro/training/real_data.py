@@ -288,7 +288,8 @@ def _stand_in_features(backbone: str, num_images: int, train: bool,
     # RGB images through a randomly initialised ResNet (seeded). Cached per
     # process: the data module loads its splits twice.
     torchvision = require('torchvision', 'data')
-    from mzattn.datasets._io import geometric_targets, load_images
+    from mzattn.datasets._io import load_images
+    from mzattn.datasets.geometric_targets import geometric_targets
     from mzattn.datasets.resnet_features import BACKBONES, layer3_point_clouds, preprocess
 
     digits = load_images("digits", "", train)[0]  # [N, 8, 8] uint8

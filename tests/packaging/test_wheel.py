@@ -39,7 +39,8 @@ def _expected_modules() -> set[str]:
 
 def test_the_paper_values_are_package_data():
     assert {path for path in _expected_modules() if path.endswith('.yaml')} == {
-        f'mzattn/repro/report/paper/{path.name}' for path in (ROOT / 'repro/report/paper').glob('*.yaml')}
+        f'mzattn/repro/report/paper/{path.name}'
+        for path in (ROOT / 'repro/report/paper').glob('*.yaml')}
 
 
 def test_every_source_folder_is_a_listed_package():

@@ -1,8 +1,8 @@
 import pytest
 from mzattn.repro import campaign as campaign_module
 from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli, status_lines
-from mzattn.repro.training.cells import cell_config, cell_path
 from mzattn.repro.core.registry import load_spec
+from mzattn.repro.training.cells import cell_config, cell_path
 
 
 def test_status_goes_on_past_an_unreadable_record(tmp_path):

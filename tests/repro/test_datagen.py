@@ -1,8 +1,8 @@
 import os
 
 from mzattn.repro.cli import main
-from mzattn.repro.engine.datagen import synthetic_tables, time_table
 from mzattn.repro.core.spec import SMOKE, Column, Row, TableSpec
+from mzattn.repro.engine.datagen import synthetic_tables, time_table
 from mzattn.repro.tables.table03_meb import SPEC as TABLE3
 
 SPEC = TableSpec(

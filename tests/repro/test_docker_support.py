@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 import tomllib
-from mzattn.repro import container
+from mzattn.repro.docker import container
 from mzattn.repro.engine.options import OUT
 from packaging.requirements import Requirement
 

@@ -13,7 +13,12 @@ import time
 
 import pytest
 import torch
-from mzattn.repro import faults
+from mzattn.repro.core import faults
+from mzattn.repro.core.faults import NoSpace, atomic_write_text
+from mzattn.repro.core.spec import TableSpec
+from mzattn.repro.engine.runner import EXIT_BUSY, exit_status, run_table
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.report import write_report
 from mzattn.repro.training.cells import (
     Cell,
     RecordError,
@@ -26,11 +31,6 @@ from mzattn.repro.training.cells import (
     write_json_atomic,
 )
 from mzattn.repro.training.checkpoints import safe_load
-from mzattn.repro.core.faults import NoSpace, atomic_write_text
-from mzattn.repro.report.report import write_report
-from mzattn.repro.engine.runner import EXIT_BUSY, exit_status, run_table
-from mzattn.repro.engine.runner import main as run_main
-from mzattn.repro.core.spec import TableSpec
 
 from tests.processes import alive, children, cmdline, needs_proc
 

@@ -7,12 +7,10 @@ import time
 from dataclasses import dataclass
 
 import pytest
-from mzattn.repro.training.cells import cell_path, read_record, write_json_atomic
 from mzattn.repro.core.faults import Interrupted
+from mzattn.repro.core.registry import load_spec
 from mzattn.repro.engine.launch import (
     CellRun,
-    Progress,
-    cell_key,
     default_threads,
     gpu_slots,
     in_process,
@@ -29,7 +27,8 @@ from mzattn.repro.engine.options import (
     launch_options_from_args,
 )
 from mzattn.repro.engine.runner import grid
-from mzattn.repro.core.registry import load_spec
+from mzattn.repro.engine.runs import Progress, cell_key
+from mzattn.repro.training.cells import cell_path, read_record, write_json_atomic
 
 TABLE = "table10"
 

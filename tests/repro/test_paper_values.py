@@ -4,6 +4,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from mzattn.repro.core.registry import TABLE_MODULES, load_spec
 from mzattn.repro.report.paper_values import (
     TABLES,
     PaperValue,
@@ -12,7 +13,6 @@ from mzattn.repro.report.paper_values import (
     paper_table,
     paper_value,
 )
-from mzattn.repro.core.registry import TABLE_MODULES, load_spec
 
 #: The paper's text lives outside the repository (CI checks out only the repo).
 PAPER = Path(__file__).parents[2].parent / 'shared/paper/mzattn-paper.txt'
@@ -193,8 +193,8 @@ def test_unknown_keys_raise():
         paper_value('table2', 'ST-Large', 'D R2')
 
 
-#: The last commit whose ``repro/report/paper_values.py`` wrote the values as Python
-#: (before issue 37 moved them to ``repro/report/paper/*.yaml``).
+#: The last commit whose ``repro/paper_values.py`` wrote the values as Python
+#: (before issue 37 moved them to ``repro/paper/*.yaml``, now ``repro/report/paper/``).
 PYTHON_VALUES_COMMIT = '00b29c9afceb7d88fe3dc8f28e45ea7ca9809688'
 
 
@@ -203,7 +203,7 @@ def python_values(tmp_path_factory):
     r"""The module as it was at :obj:`PYTHON_VALUES_COMMIT`, from git history."""
     root = Path(__file__).resolve().parents[2]
     shown = subprocess.run(['git', '-C', str(root), 'show',
-                            f'{PYTHON_VALUES_COMMIT}:repro/report/paper_values.py'],
+                            f'{PYTHON_VALUES_COMMIT}:repro/paper_values.py'],
                            capture_output=True, text=True)
     if shown.returncode != 0:
         pytest.skip(f'commit {PYTHON_VALUES_COMMIT[:10]} is not in this checkout '

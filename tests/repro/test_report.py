@@ -1,15 +1,8 @@
 import dataclasses
 
 import pytest
-from mzattn.repro.training.cells import (
-    RECORD_VERSION,
-    Cell,
-    cell_config,
-    cell_path,
-    read_record,
-    stale_problem,
-    write_json_atomic,
-)
+from mzattn.repro.cli import main
+from mzattn.repro.core.spec import Column
 from mzattn.repro.report.claims import (
     NOT_REPRODUCED,
     NOT_RUN,
@@ -21,11 +14,18 @@ from mzattn.repro.report.claims import (
     verdict,
     within,
 )
-from mzattn.repro.cli import main
 from mzattn.repro.report.report import write_report
 from mzattn.repro.report.results import Results, batchings_in, load_records
-from mzattn.repro.core.spec import Column
 from mzattn.repro.tables.table03_meb import SPEC
+from mzattn.repro.training.cells import (
+    RECORD_VERSION,
+    Cell,
+    cell_config,
+    cell_path,
+    read_record,
+    stale_problem,
+    write_json_atomic,
+)
 
 
 def _write(out, row, column, seed, r2, mse=1.0, status="ok", batching="masked"):
@@ -241,7 +241,7 @@ def test_table2_report_mixes_r2_and_accuracy_in_the_papers_units():
 
 
 def test_table3_figure_draws_the_across_d_panel_only_when_two_columns_ran(out, monkeypatch):
-    from mzattn.repro import figures
+    from mzattn.repro.report import figures
     drawn = []
     monkeypatch.setattr(figures, "_save", lambda fig, path: drawn.append(len(fig.axes)))
     SPEC.figure(Results(SPEC, load_records(out, SPEC.key)), "unused.png")

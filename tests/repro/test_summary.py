@@ -1,7 +1,6 @@
 import os.path as osp
 
 import pytest
-from mzattn.repro.training.cells import RECORD_VERSION, Cell, cell_config, cell_path, write_json_atomic
 from mzattn.repro.cli import main
 from mzattn.repro.report.summary import (
     README_BEGIN,
@@ -15,6 +14,13 @@ from mzattn.repro.report.summary import (
     verdict_table,
 )
 from mzattn.repro.tables.table01_depth_separation import SPEC as TABLE1
+from mzattn.repro.training.cells import (
+    RECORD_VERSION,
+    Cell,
+    cell_config,
+    cell_path,
+    write_json_atomic,
+)
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 README = osp.join(ROOT, "README.md")

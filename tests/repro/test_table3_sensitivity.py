@@ -2,11 +2,19 @@ import numpy as np
 import pytest
 from mzattn.datasets.synthetic import get_config, load_task
 from mzattn.datasets.synthetic.tasks import unit_scaled
+from mzattn.repro.analysis.target_statistics import (
+    design,
+    linear_fit_r2,
+    r2_score,
+    set_features,
+    split_statistics,
+)
+from mzattn.repro.engine.runner import run_table
 from mzattn.repro.report.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
 from mzattn.repro.report.report import verdicts, write_report
 from mzattn.repro.report.results import Results
-from mzattn.repro.engine.runner import run_table
 from mzattn.repro.report.summary import verdict_table
+from mzattn.repro.report.verdicts import CONTRADICTED, INCONCLUSIVE, PIPELINE_ONLY
 from mzattn.repro.tables.table03_sensitivity import (
     MEAN_POOL,
     MZ,
@@ -17,14 +25,6 @@ from mzattn.repro.tables.table03_sensitivity import (
     pattern,
     table3_lines,
 )
-from mzattn.repro.analysis.target_statistics import (
-    design,
-    linear_fit_r2,
-    r2_score,
-    set_features,
-    split_statistics,
-)
-from mzattn.repro.report.verdicts import CONTRADICTED, INCONCLUSIVE, PIPELINE_ONLY
 
 # ------------------------------------------------------------ the data axis
 

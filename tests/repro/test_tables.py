@@ -5,13 +5,13 @@ import sys
 import pytest
 from mzattn.baselines import build_model
 from mzattn.datasets.synthetic import get_config
+from mzattn.repro.core.registry import TABLE_MODULES, list_tables, load_spec
+from mzattn.repro.core.spec import PROFILES
+from mzattn.repro.engine.runner import grid, run_table
+from mzattn.repro.report.paper_values import TABLES
 from mzattn.repro.training.cells import cell_path, read_record
 from mzattn.repro.training.lightning_module import output_channels
-from mzattn.repro.report.paper_values import TABLES
 from mzattn.repro.training.real_data import is_real
-from mzattn.repro.engine.runner import grid, run_table
-from mzattn.repro.core.spec import PROFILES
-from mzattn.repro.core.registry import TABLE_MODULES, list_tables, load_spec
 
 KEYS = list(TABLE_MODULES)
 # Tables on real datasets, and the real columns of Table 2: their specs are

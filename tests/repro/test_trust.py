@@ -5,6 +5,12 @@ import shutil
 
 import pytest
 import torch
+from mzattn.repro.cli import main
+from mzattn.repro.core.spec import Column
+from mzattn.repro.report.report import write_report
+from mzattn.repro.report.results import Results
+from mzattn.repro.report.trust import doubt
+from mzattn.repro.tables.table03_meb import SPEC
 from mzattn.repro.training.cells import (
     Cell,
     RunOptions,
@@ -14,12 +20,6 @@ from mzattn.repro.training.cells import (
     metrics_digest,
     run_cell,
 )
-from mzattn.repro.cli import main
-from mzattn.repro.report.report import write_report
-from mzattn.repro.report.results import Results
-from mzattn.repro.core.spec import Column
-from mzattn.repro.tables.table03_meb import SPEC
-from mzattn.repro.report.trust import doubt
 
 ROW, COLUMN = SPEC.rows[0], SPEC.column("d=8")  # Standard, d=8
 
