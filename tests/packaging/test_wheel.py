@@ -26,14 +26,16 @@ def _expected_modules() -> set[str]:
     patterns = setuptools.get('package-data', {})
     expected = set()
     for name, folder in _package_dirs().items():
-        sources = [*(ROOT / folder).rglob('*.py'),
-                   *(path for pattern in patterns.get(name, ()) for path in
-                     (ROOT / folder).glob(pattern))]
-        for source in sources:
+        for source in (ROOT / folder).rglob('*.py'):
             relative = source.relative_to(ROOT / folder)
-            if '__pycache__' in relative.parts:
-                continue
-            expected.add('/'.join([*name.split('.'), *relative.parts]))
+            if '__pycache__' not in relative.parts:
+                expected.add('/'.join([*name.split('.'), *relative.parts]))
+    for package, globs in patterns.items():  # a package or one of its sub-packages
+        top = max((name for name in _package_dirs() if f'{package}.'.startswith(f'{name}.')),
+                  key=len)
+        folder = ROOT / _package_dirs()[top] / Path(*package.split('.')[len(top.split('.')):])
+        for source in (path for pattern in globs for path in folder.glob(pattern)):
+            expected.add('/'.join([*package.split('.'), *source.relative_to(folder).parts]))
     return expected
 
 

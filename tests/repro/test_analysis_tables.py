@@ -87,8 +87,8 @@ def test_figure3_trainings_on_two_workers_equal_those_in_process(tmp_path, data_
 
 @pytest.mark.slow
 def test_table_script_runs_as_a_plain_script(tmp_path):
-    result = subprocess.run([sys.executable, os.path.join(REPO, "repro", "figure2_tdof.py"),
-                             "--profile", "smoke", "--out", str(tmp_path)],
+    script = os.path.join(REPO, "repro", "tables", "figure2_tdof.py")
+    result = subprocess.run([sys.executable, script, "--profile", "smoke", "--out", str(tmp_path)],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "figure2" / "figure2.png").exists()

@@ -23,7 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_every_table_has_a_script():
     assert list_tables() == KEYS
-    assert os.path.exists(os.path.join(REPO, "repro", "egnn_comparison.py"))
+    assert os.path.exists(os.path.join(REPO, "repro", "tables", "egnn_comparison.py"))
     assert TABLE_MODULES["table7"] == "egnn_comparison"
 
 
@@ -66,7 +66,7 @@ def test_table_smoke_full_grid(key, tmp_path, options):
 
 
 def test_egnn_comparison_runs_as_a_plain_script(tmp_path, data_root):
-    script = os.path.join(REPO, "repro", "egnn_comparison.py")
+    script = os.path.join(REPO, "repro", "tables", "egnn_comparison.py")
     command = [sys.executable, script, "--profile", "smoke", "--models", "mz-full",
                "--columns", "Quadratic TDOF L=4", "--out", str(tmp_path), "--device", "cpu",
                "--data-root", data_root, "--no-progress"]
@@ -94,7 +94,7 @@ def test_reading_variant_names_the_reading_and_keeps_the_papers_numbers():
 
 
 def test_a_plain_script_help_names_it_and_gives_profile_cells_and_folder():
-    script = os.path.join(REPO, "repro", "egnn_comparison.py")
+    script = os.path.join(REPO, "repro", "tables", "egnn_comparison.py")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     done = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True,
                           timeout=300, env=env)
