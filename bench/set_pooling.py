@@ -9,7 +9,7 @@ from torch_geometric.nn.aggr.utils import InducedSetAttentionBlock, PoolingByMul
 from torch_geometric.utils import to_dense_batch
 
 from mzlayers import ISAB, PMA
-from mzlayers.validate import resolve_layout
+from mzlayers.layout import resolve_layout
 
 from .workloads import workload_step
 

@@ -8,9 +8,9 @@ from torch import Tensor
 from torch.nn import LayerNorm, Linear, Parameter
 
 from mzlayers.feedforward import FeedForward
-from mzlayers.layout import SetLayout
+from mzlayers.layout import SetLayout, resolve_layout
 from mzlayers.multihead import MultiheadSetAttention
-from mzlayers.validate import parameter_dtype, resolve_layout
+from mzlayers.validate import parameter_dtype
 
 #: A factory of attention modules: called as
 #: :obj:`attention(channels, heads=heads, dropout=dropout, backend=backend)`,

@@ -8,11 +8,11 @@ from torch.nn import ModuleList
 from torch_geometric.nn import MLP
 
 from mzlayers.embedding import ZonotopeEmbedding
-from mzlayers.layout import SetLayout
+from mzlayers.layout import SetLayout, resolve_input
 from mzlayers.mz_attention import MZMultiheadAttention
 from mzlayers.mz_blocks import MZISAB, MZPMA, MZSAB
 from mzlayers.size_feature import append_size_feature, size_feature_channels
-from mzlayers.validate import check_choice, parameter_dtype, resolve_input
+from mzlayers.validate import check_choice, parameter_dtype
 from mzlayers.zonotope import Zonotope
 
 READOUTS = ('ihw', 'signed')

@@ -5,10 +5,10 @@ from torch import Tensor
 from torch.nn import Linear, ModuleList
 
 from mzlayers.blocks import ISAB, AttentionFactory
-from mzlayers.layout import SetLayout
+from mzlayers.layout import SetLayout, resolve_input
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.pooling_head import PoolingHead
-from mzlayers.validate import parameter_dtype, resolve_input
+from mzlayers.validate import parameter_dtype
 
 
 class SetTransformer(torch.nn.Module):

@@ -6,7 +6,7 @@ dynamic shapes, and a CUDA graph cannot be replayed.  :func:`bucket_batch`
 pads each set to :math:`n_b`, the next power of two of the largest set (or
 :obj:`min_size`), and returns :obj:`(x [B, n_b, F], mask [B, n_b])`; a model
 called with :obj:`mask=` builds a padded :class:`~mzlayers.layout.SetLayout`
-from the shapes alone (:func:`~mzlayers.validate.resolve_input`), reads
+from the shapes alone (:func:`~mzlayers.layout.resolve_input`), reads
 nothing from the device, skips the padding in its set sums and means and
 runs the dense attention kernel with the mask, so
 :obj:`torch.compile(model, fullgraph=True)` traces one graph per bucket

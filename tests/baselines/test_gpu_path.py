@@ -29,7 +29,7 @@ def harness_batch(name: str):
     r"""A ragged batch for :obj:`name` as the harness gives it: :obj:`x`,
     :obj:`batch`, the number of sets, and a function that makes its layout
     from the host sizes and :obj:`ptr` a PyG :obj:`Batch` carries (once per
-    step, as :class:`~mzattn.repro.lightning_module.SetModule` does)."""
+    step, as :class:`~mzattn.repro.training.lightning_module.SetModule` does)."""
     x, batch, num_sets = ragged_batch(in_channels(name), dtype=torch.float32)
     sizes = torch.bincount(batch, minlength=num_sets)
     ptr = torch.cat([sizes.new_zeros(1), sizes.cumsum(0)])

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 from mzattn.baselines import build_model
-from mzattn.repro.lightning_module import SetModule, output_channels, warmup_cosine
+from mzattn.repro.training.lightning_module import SetModule, output_channels, warmup_cosine
 from torch_geometric.data import Batch, Data
 
 pytestmark = pytest.mark.filterwarnings("ignore:You are trying to `self.log")

@@ -2,22 +2,25 @@ import numpy as np
 import pytest
 from mzattn.repro.analysis import readings
 from mzattn.repro.analysis.readings import (
-    Check,
     Outcome,
-    Reading,
-    ReadingsData,
-    Tolerance,
     consistent,
     group_table,
     implied_variance,
     judge,
-    load_readings,
     paper_numbers,
     set_size_r2,
     summary_line,
     zero_r2,
 )
 from mzattn.repro.cli import main
+from mzattn.repro.core.readings import (
+    Check,
+    Reading,
+    ReadingsData,
+    Tolerance,
+    load_readings,
+    reading_of,
+)
 
 TOL = Tolerance(variance_factor=2.0, r2=0.05, plateau_spread=0.02, negative_r2_factor=10.0)
 
@@ -133,7 +136,6 @@ def test_malformed_entries_name_the_file_and_entry(tmp_path):
 
 
 def test_a_column_runs_the_most_specific_reading_else_the_built_one():
-    from mzattn.repro.analysis.readings import reading_of
     assert reading_of("set_max", {}).name == "entries"
     assert reading_of("set_max", {"reduction": "per-dim-sum", "d": 8}).name == "per-dim-sum"
     assert reading_of("set_max", {"reduction": "per-element-sum", "n_max": 100}).group == "task_a"
