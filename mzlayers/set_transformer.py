@@ -8,6 +8,7 @@ from mzlayers.blocks import ISAB, AttentionFactory
 from mzlayers.layout import SetLayout
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.pooling_head import PoolingHead
+from mzlayers.static import padded_for
 from mzlayers.validate import parameter_dtype, resolve_input
 
 
@@ -95,6 +96,7 @@ class SetTransformer(torch.nn.Module):
         self.out_channels = out_channels
         self.channels = channels
         self.pooling = pooling
+        self.backend = backend
         args = dict(heads=heads, ff_channels=ff_channels, layer_norm=layer_norm,
                     dropout=dropout, backend=backend)
         encoder_attention = attention if encoder_attention is None else encoder_attention
@@ -119,6 +121,7 @@ class SetTransformer(torch.nn.Module):
                 layout: SetLayout | None = None) -> Tensor:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
                                   layout=layout, dtype=parameter_dtype(self))
+        x, layout = padded_for(self.backend, x, layout)  # one bucket: 'dense'
         h = self.lin_in(x)
         for encoder in self.encoders:
             h = encoder(h, layout=layout)

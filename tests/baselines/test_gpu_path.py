@@ -124,7 +124,7 @@ def test_host_syncs_per_training_step(name, one_thread):
 #: recompute their elementwise parts in backward (issue 34, item 5: half the
 #: training memory, docs/benchmarks.md): the recomputed forward is counted
 #: again.
-OPS_PER_STEP = {'standard': 1257, 'mz-full': 4325}
+OPS_PER_STEP = {'standard': 1131, 'mz-full': 3659}
 
 
 @pytest.mark.parametrize('name', sorted(OPS_PER_STEP))
