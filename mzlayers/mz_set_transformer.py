@@ -151,7 +151,9 @@ class MZSetTransformer(torch.nn.Module):
         dropout (float, optional): Dropout. (default: :obj:`0.1`)
         summary (str, optional): Gate statistic ``'mean'``, ``'moment'`` or
             ``'attention'``. (default: :obj:`'mean'`)
-        backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        backend (str, optional): Attention kernel; with ``'dense'`` a
+            ragged batch is padded once, at the entry, for every block
+            (:func:`~mzlayers.static.padded_for`). (default: :obj:`'auto'`)
         checkpoint_rows (int, optional): Recompute the row-wise part of every
             MZ block in backward, in chunks of this many rows, instead of
             storing it (see :class:`~mzlayers.mz_blocks.MZMAB`).

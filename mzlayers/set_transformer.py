@@ -43,7 +43,9 @@ class SetTransformer(torch.nn.Module):
         layer_norm (bool, optional): Layer norms in the blocks.
             (default: :obj:`True`)
         dropout (float, optional): Dropout. (default: :obj:`0.1`)
-        backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        backend (str, optional): Attention kernel; with ``'dense'`` a
+            ragged batch is padded once, at the entry, for every block
+            (:func:`~mzlayers.static.padded_for`). (default: :obj:`'auto'`)
         attention (callable, optional): Builds the attention of every MAB
             (see :class:`~mzlayers.MAB`), e.g.
             :class:`~mzattn.baselines.LinearSetAttention` for LA-ST.
