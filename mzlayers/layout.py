@@ -236,8 +236,9 @@ class SetLayout:
         r"""Per-set mean of :obj:`x` :obj:`[N, *]` -> :obj:`[B, *]` (zero for
         an empty set)."""
         if self.mask is not None:
-            count = self.mask.view(self.num_sets, -1).sum(-1).clamp(min=1)  # [B]
-            return self.sum(x) / count.view(-1, *([1] * (x.dim() - 1))).to(x.dtype)
+            count = self.cached(('real_counts', x.dtype), lambda: self.mask.view(
+                self.num_sets, -1).sum(-1).clamp(min=1).to(x.dtype))  # [B], once per layout
+            return self.sum(x) / count.view(-1, *([1] * (x.dim() - 1)))
         return scatter(x, self.batch, dim=0, dim_size=self.num_sets, reduce='mean')
 
     def sum(self, x: Tensor) -> Tensor:

@@ -122,6 +122,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Lightning precision, e.g. bf16-mixed")
     parser.add_argument("--deterministic", action="store_true",
                         help="use deterministic algorithms only")
+    parser.add_argument("--compile", action="store_true",
+                        help="train on the static-shape path under torch.compile: batches "
+                             "padded to a power-of-two set size, one graph per bucket, "
+                             "mode reduce-overhead (CUDA graphs) on CUDA (docs/benchmarks.md)")
     parser.add_argument("--num-workers", type=at_least(0), default=0,
                         help="data-loader worker processes per cell (default: 0)")
     parser.add_argument("--threads", type=at_least(1), default=None, help="torch CPU threads")

@@ -74,6 +74,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     return RunOptions(accelerator=DEVICES[args.device], devices=devices,
                       strategy=args.strategy, precision=args.precision,
                       num_nodes=args.num_nodes, deterministic=args.deterministic,
+                      compile=args.compile,
                       num_workers=args.num_workers, progress=args.progress,
                       keep_checkpoints=args.keep_checkpoints, data_root=args.data_root)
 

@@ -93,6 +93,9 @@ class RunOptions:
         num_nodes (int, optional): Nodes. (default: :obj:`1`)
         deterministic (bool, optional): Deterministic algorithms only.
             (default: :obj:`False`)
+        compile (bool, optional): Train under :func:`torch.compile` on the
+            static-shape path (:class:`~mzattn.repro.lightning_module.SetModule`).
+            (default: :obj:`False`)
         num_workers (int, optional): Data-loader workers. (default: :obj:`0`)
         progress (bool, optional): Progress bar; :obj:`None` shows it in a
             terminal outside CI and prints plain epoch lines otherwise.
@@ -107,6 +110,7 @@ class RunOptions:
     precision: str = "32-true"
     num_nodes: int = 1
     deterministic: bool = False
+    compile: bool = False
     num_workers: int = 0
     progress: bool | None = None
     keep_checkpoints: bool = False
@@ -354,7 +358,8 @@ def _build(spec: TableSpec, cell: Cell, profile: Profile,
     module = SetModule(model, loss=loss, target_dim=data.target_dim,
                        num_classes=num_classes, lr=profile.lr, weight_decay=WEIGHT_DECAY,
                        warmup_epochs=profile.warmup_epochs, max_epochs=profile.max_epochs,
-                       target_mean=train.target_mean, target_std=train.target_std)
+                       target_mean=train.target_mean, target_std=train.target_std,
+                       compile=options.compile)
     return module, data
 
 

@@ -1,6 +1,7 @@
 r"""The :class:`~lightning.pytorch.LightningModule` that trains every set
 model of the reproduction (App. A.1 of "Matrix Zonotopic Attention")."""
 import math
+from functools import cached_property
 
 import lightning.pytorch as pl
 import torch
@@ -9,6 +10,7 @@ from torch import Tensor
 from torchmetrics import Accuracy, MeanMetric, MeanSquaredError, MetricCollection, R2Score
 
 from mzlayers.layout import SetLayout
+from mzlayers.static import bucket_size, pad_sets
 
 LOSSES = ("mse", "cross_entropy", "gaussian_nll")
 r"""Supported objectives: set regression, set classification and a Gaussian
@@ -106,6 +108,14 @@ class SetModule(pl.LightningModule):
             :obj:`[T]`. (default: :obj:`None`, zeros)
         target_std (Tensor, optional): Standard deviation of the normalised
             targets :obj:`[T]`. (default: :obj:`None`, ones)
+        compile (bool, optional): Run the model on the static-shape path
+            under :func:`torch.compile` (:obj:`fullgraph=True`, static
+            shapes): every batch is padded, from its host set sizes, to the
+            next power of two of its largest set
+            (:func:`~mzlayers.static.pad_sets`), so a bucket's batches replay
+            one graph; mode :obj:`"reduce-overhead"` (forward and backward
+            as CUDA graphs) on CUDA, :obj:`"default"` elsewhere.
+            (default: :obj:`False`)
     """
     def __init__(
         self,
@@ -119,6 +129,7 @@ class SetModule(pl.LightningModule):
         max_epochs: int = 200,
         target_mean: Tensor | None = None,
         target_std: Tensor | None = None,
+        compile: bool = False,
     ) -> None:
         super().__init__()
         output_channels(loss, target_dim, num_classes)  # validates loss/num_classes
@@ -138,6 +149,7 @@ class SetModule(pl.LightningModule):
         self.metrics = torch.nn.ModuleDict(
             {f"{stage}_metrics": self._metric_collection() for stage in ("train", "val", "test")})
         self.test_target_var: list[float] | None = None
+        self.compile = compile
 
     def _metric_collection(self) -> MetricCollection:
         if self.loss_name == "cross_entropy":
@@ -159,9 +171,21 @@ class SetModule(pl.LightningModule):
         tensors of a PyG batch."""
         if x.is_floating_point() and x.dtype != self.dtype:
             x = x.to(self.dtype)
-        options = {} if layout is None else {"layout": layout}
-        out = self.model(x, batch, dim_size=dim_size, **options)
+        if self.compile and layout is not None:  # the static-shape path
+            x_pad, mask = pad_sets(x, layout, bucket_size(max(layout.counts, default=0)))
+            out = self.compiled_model(x_pad, mask=mask)
+        else:
+            options = {} if layout is None else {"layout": layout}
+            out = self.model(x, batch, dim_size=dim_size, **options)
         return out[0] if isinstance(out, tuple) else out
+
+    @cached_property
+    def compiled_model(self) -> torch.nn.Module:
+        r"""The model under :func:`torch.compile` (with :obj:`compile`),
+        made on the first call, on the device it trains on (kept out of the
+        module's children: checkpoints hold the model's parameters once)."""
+        mode = "reduce-overhead" if self.device.type == "cuda" else "default"
+        return torch.compile(self.model, fullgraph=True, dynamic=False, mode=mode)
 
     def denormalize(self, y: Tensor) -> Tensor:
         r"""Maps normalised targets :obj:`[B, T]` to the original scale."""
