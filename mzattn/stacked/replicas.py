@@ -34,10 +34,13 @@ class StackedSeeds(torch.nn.Module):
     replicas instead of one per replica.
 
     Replica :math:`k` starts from the parameters of :obj:`models[k]` (build
-    each one under its own seed) and gets its own features and targets; the
-    replicas share one batch layout (:obj:`batch`, :obj:`layout`), which
-    holds for the seeds of a cell under a padded batching, for data with one
-    set size, and for an ensemble trained on the same batches.  Because the
+    each one under its own seed) and gets its own batch: its own ragged sets
+    as a padded batch with a mask (:func:`~mzattn.stacked.stack_sets`, the
+    static-shape input of :mod:`mzlayers.static` that every registry model
+    takes; the outputs equal the ragged path's up to rounding), or its own
+    features on a layout that all replicas share (:obj:`batch`,
+    :obj:`layout`: sets of one size, or an ensemble trained on the same
+    batches).  Because the
     replicas' parameters are independent, :math:`\nabla_{\theta_k}
     \sum_j \ell_j = \nabla_{\theta_k} \ell_k`: backpropagating the sum of the
     replicas' losses gives each replica the gradients of its own loss, and
@@ -64,10 +67,11 @@ class StackedSeeds(torch.nn.Module):
             (default: :obj:`"different"`)
 
     Shapes:
-        - **input:** features :obj:`x` :obj:`[K, N, F]` (replica :math:`k`'s
-          batch in :obj:`x[k]`; :obj:`x.expand(K, N, F)` shares one),
-          :obj:`batch` :obj:`[N]` shared, and the model's other arguments
-          (:obj:`dim_size`, :obj:`layout`)
+        - **input:** a padded batch per replica, :obj:`x` :obj:`[K, B, n, F]`
+          with :obj:`mask` :obj:`[K, B, n]` (:obj:`True` = real element);
+          or features :obj:`x` :obj:`[K, N, F]` (:obj:`x.expand(K, N, F)`
+          shares one) on a shared :obj:`batch` :obj:`[N]`, with the model's
+          other arguments (:obj:`dim_size`, :obj:`layout`)
         - **output:** the model's output with a leading :obj:`K`, e.g.
           :obj:`[K, B, out]`, or a tuple of such for the MZ models
     """
@@ -116,22 +120,29 @@ class StackedSeeds(torch.nn.Module):
 
     # -------------------------------------------------------------- model
     def forward(self, x: Tensor, batch: Tensor | None = None, *args: Any,
-                layout: SetLayout | None = None, **kwargs: Any) -> Any:
-        if x.dim() < 2 or x.size(0) != self.num_replicas:
-            raise ValueError(f"'x' must have the {self.num_replicas} replicas first, "
-                             f"[K, N, F] (got shape {tuple(x.shape)})")
-        problem = kernel_problem(self.template, layout, x.device)
+                mask: Tensor | None = None, layout: SetLayout | None = None,
+                **kwargs: Any) -> Any:
+        K = self.num_replicas
+        if x.dim() < 2 or x.size(0) != K:
+            raise ValueError(f"'x' must have the {K} replicas first, [K, N, F] or "
+                             f"[K, B, n, F] (got shape {tuple(x.shape)})")
+        if mask is not None and (mask.dim() != 3 or mask.size(0) != K):
+            raise ValueError(f"'mask' must be [K, B, n] with K = {K} (got shape "
+                             f"{tuple(mask.shape)})")
+        problem = None if mask is not None else kernel_problem(self.template, layout, x.device)
         if problem is not None:
             raise ValueError(f"The replicas cannot run under torch.func.vmap: {problem}")
         options = kwargs if layout is None else {**kwargs, 'layout': layout}
 
-        def run(params: dict[str, Tensor], buffers: dict[str, Tensor], x: Tensor) -> Any:
-            return functional_call(self.template, (params, buffers), (x, batch, *args),
-                                   options)
+        def run(params: dict[str, Tensor], buffers: dict[str, Tensor], x: Tensor,
+                mask: Tensor | None) -> Any:
+            extra = options if mask is None else {**options, 'mask': mask}
+            return functional_call(self.template, (params, buffers), (x, batch, *args), extra)
         params = {key.replace('/', '.'): value for key, value in self.params.items()}
         buffers = {key.replace('/', '.'): value
                    for key, value in self.stacked_buffers.named_buffers()}
-        return vmap(run, randomness=self.randomness)(params, buffers, x)
+        in_dims = (0, 0, 0, None if mask is None else 0)
+        return vmap(run, in_dims=in_dims, randomness=self.randomness)(params, buffers, x, mask)
 
     # ----------------------------------------------------------- replicas
     def replica(self, k: int) -> torch.nn.Module:

@@ -17,9 +17,10 @@ a :obj:`setup_context` cannot be batched; measured on every registry model
 
 The attention kernel matters too: the segment kernels
 (:mod:`mzlayers.kernels.segment`) are custom autograd functions, so stacked
-replicas need the dense kernel.  :obj:`backend='auto'` picks it on CUDA, and
-on CPU for batches whose sets all have one size (a padded batching); build
-the replicas with :obj:`backend='dense'` for ragged batches on CPU.
+replicas need the dense kernel.  Padded, masked batches
+(:func:`~mzattn.stacked.stack_sets`) always run it; on a shared ragged
+layout :obj:`backend='auto'` picks it on CUDA, and on CPU when the sets all
+have one size: build the replicas with :obj:`backend='dense'` otherwise.
 """
 import torch
 

@@ -3,7 +3,7 @@ import torch
 import torch.nn.functional as F
 from mzattn.baselines import build_model
 
-from mzattn.stacked import StackedSeeds
+from mzattn.stacked import StackedSeeds, stack_sets
 from mzlayers.layout import SetLayout
 
 SIZES = [5, 0, 7, 3]  # ragged, with an empty set
@@ -33,6 +33,30 @@ def batches(dtype: torch.dtype) -> list[tuple[torch.Tensor, torch.Tensor]]:
             for _ in range(STEPS)]
 
 
+def own_sizes(k: int) -> list[int]:
+    # replica k's sets: ragged, an empty one, sizes that differ between replicas
+    return SIZES[k:] + SIZES[:k]
+
+
+class Inputs:
+    r"""A replica's inputs alone, and all replicas' stacked, in one of two modes:
+    'shared' (one ragged layout) or 'own' (each its own sets: stack_sets)."""
+    def __init__(self, mode: str):
+        self.mode = mode
+
+    def alone(self, x: torch.Tensor, k: int) -> dict:
+        batch, layout = layout_of(SIZES if self.mode == 'shared' else own_sizes(k))
+        return {'x': x[k], 'batch': batch, 'dim_size': len(SIZES), 'layout': layout}
+
+    def stacked(self, x: torch.Tensor) -> dict:
+        if self.mode == 'shared':
+            batch, layout = layout_of(SIZES)
+            return {'x': x, 'batch': batch, 'dim_size': len(SIZES), 'layout': layout}
+        padded, mask = stack_sets(list(x), [layout_of(own_sizes(k))[0] for k in range(K)],
+                                  dim_size=len(SIZES))
+        return {'x': padded, 'mask': mask}
+
+
 def prediction(out) -> torch.Tensor:
     return out[0] if isinstance(out, tuple) else out
 
@@ -42,20 +66,20 @@ def optimizer_of(params) -> tuple[torch.optim.Optimizer, torch.optim.lr_schedule
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda e: 1.0 / (e + 1))
 
 
-def train_alone(model: torch.nn.Module, data: list, k: int, steps: int) -> None:
-    batch, layout = layout_of(SIZES)
+def train_alone(model: torch.nn.Module, data: list, k: int, steps: int,
+                inputs: Inputs) -> None:
     optimizer, scheduler = optimizer_of(model.parameters())
     for x, y in data[:steps]:
         optimizer.zero_grad()
-        out = prediction(model(x[k], batch, dim_size=len(SIZES), layout=layout))
+        out = prediction(model(**inputs.alone(x, k)))
         F.mse_loss(out, y[k]).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
         optimizer.step()
         scheduler.step()
 
 
-def train_stacked(stacked: StackedSeeds, data: list, freeze_after: dict[int, int]) -> None:
-    batch, layout = layout_of(SIZES)
+def train_stacked(stacked: StackedSeeds, data: list, freeze_after: dict[int, int],
+                  inputs: Inputs) -> None:
     optimizer, scheduler = optimizer_of(stacked.parameters())
     stacked.keep_frozen(optimizer)
     for step, (x, y) in enumerate(data):
@@ -63,7 +87,7 @@ def train_stacked(stacked: StackedSeeds, data: list, freeze_after: dict[int, int
             if step == steps:
                 stacked.freeze(k)
         optimizer.zero_grad()
-        out = prediction(stacked(x, batch, dim_size=len(SIZES), layout=layout))
+        out = prediction(stacked(**inputs.stacked(x)))
         F.mse_loss(out, y, reduction='none').mean((1, 2)).sum().backward()
         stacked.clip_grad_norm_(0.5)
         optimizer.step()
@@ -75,22 +99,26 @@ def assert_same_parameters(a: torch.nn.Module, b: torch.nn.Module) -> None:
         torch.testing.assert_close(p, q, atol=1e-6, rtol=0, msg=lambda m, name=name: f"{name}: {m}")
 
 
+@pytest.mark.parametrize('mode', ['shared', 'own'])
 @pytest.mark.parametrize('name', ['deep-sets', 'standard', 'mz-full', 'egnn'])
-def test_stacked_training_equals_separate_training(name):
+def test_stacked_training_equals_separate_training(name, mode):
     # same init, same batches => the parameters of separate training, replica by replica;
-    # replica 1 stops after one step (early stopping) and stays there. In float64: AdamW
-    # turns a gradient that is rounding noise (q and k of attention over one token) into a
-    # step of up to lr, so that float32 runs of the same training differ by lr * noise / eps
-    overrides = {'deep-sets': {'dropout': 0.0}, 'egnn': {}}.get(
-        name, {'dropout': 0.0, 'backend': 'dense'})
-    models, data = replicas(name, torch.double, **overrides), batches(torch.double)
+    # replica 1 stops after one step (early stopping) and stays there. 'own': every replica
+    # its own ragged sets, trained alone with the default kernel, stacked with masks. In
+    # float64: AdamW turns a gradient that is rounding noise (q and k of attention over one
+    # token) into a step of up to lr, so float32 runs of one training differ by lr*noise/eps
+    overrides = {'deep-sets': {'dropout': 0.0}, 'egnn': {}}.get(name, {'dropout': 0.0})
+    if mode == 'shared' and name in ('standard', 'mz-full'):
+        overrides['backend'] = 'dense'  # the segment kernel cannot run under vmap
+    models, data, inputs = replicas(name, torch.double, **overrides), batches(torch.double), \
+        Inputs(mode)
     stacked = StackedSeeds(models)
-    train_stacked(stacked, data, freeze_after={1: 1})
+    train_stacked(stacked, data, freeze_after={1: 1}, inputs=inputs)
     moved = False
     for k, model in enumerate(models):
         steps = 1 if k == 1 else STEPS
         before = {key: value.clone() for key, value in model.state_dict().items()}
-        train_alone(model, data, k, steps)
+        train_alone(model, data, k, steps, inputs)
         assert_same_parameters(stacked.replica(k), model)
         moved |= any(not torch.equal(before[key], value)
                      for key, value in model.state_dict().items())
