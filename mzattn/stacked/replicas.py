@@ -1,7 +1,7 @@
 r"""K replicas of one set model, trained as one module with
 :func:`torch.func.vmap` over stacked parameters."""
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -101,6 +101,20 @@ class StackedSeeds(torch.nn.Module):
         self._frozen_index: Tensor | None = None
         self._held: dict[str, Tensor] = {}
         self.train(models[0].training)
+
+    @classmethod
+    def from_seeds(cls, build: Callable[[], torch.nn.Module], seeds: Sequence[int],
+                   randomness: str = 'different') -> 'StackedSeeds':
+        r"""Replica :math:`k` built by :obj:`build()` right after
+        :obj:`torch.manual_seed(seeds[k])`, as a separate training that
+        seeds torch and then builds its model initialises it; the global
+        generators are left as they were (:func:`torch.random.fork_rng`)."""
+        models = []
+        for seed in seeds:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                models.append(build())
+        return cls(models, randomness=randomness)
 
     @property
     def template(self) -> torch.nn.Module:

@@ -144,6 +144,14 @@ def test_replica_round_trip_and_forward():
                                        layout=layout)[0], out[2])
 
 
+def test_from_seeds_initialises_as_each_seed_alone():
+    state = torch.random.get_rng_state()
+    stacked = StackedSeeds.from_seeds(lambda: build_model('deep-sets', CHANNELS, 1), [0, 1, 2])
+    assert torch.equal(torch.random.get_rng_state(), state)
+    for k, model in enumerate(replicas('deep-sets')):
+        assert_same_parameters(stacked.replica(k), model)
+
+
 def test_frozen_replicas_are_in_the_state_dict():
     stacked = StackedSeeds(replicas('deep-sets'))
     stacked.freeze(2)
