@@ -198,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(args.device)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
     torch.set_num_threads(args.threads or cpus or 1)
-    result = {'suite': 'stacked_seeds', 'environment': environment(device),
+    # small tensors: glibc's defaults, not keep_freed_memory (which environment() assumes)
+    result = {'suite': 'stacked_seeds',
+              'environment': environment(device) | {'cpu_allocator': 'glibc defaults'},
               'load_average_before': os.getloadavg(),
               'seeds': args.seeds, 'steps': args.steps, 'repeats': args.repeats,
               'batch': {'sets': SETS, 'set_sizes': SIZES, 'channels': CHANNELS},
