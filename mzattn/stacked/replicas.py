@@ -40,18 +40,19 @@ class StackedSeeds(torch.nn.Module):
     takes; the outputs equal the ragged path's up to rounding), or its own
     features on a layout that all replicas share (:obj:`batch`,
     :obj:`layout`: sets of one size, or an ensemble trained on the same
-    batches).  Because the
-    replicas' parameters are independent, :math:`\nabla_{\theta_k}
-    \sum_j \ell_j = \nabla_{\theta_k} \ell_k`: backpropagating the sum of the
-    replicas' losses gives each replica the gradients of its own loss, and
-    an element-wise optimiser (AdamW) on the stacked parameters takes every
-    replica's own step.  Gradient clipping must be per replica
-    (:meth:`clip_grad_norm_`).  With these, :math:`K` stacked replicas
-    follow :math:`K` separate trainings to float rounding (tested to
-    :math:`10^{-6}`), except for dropout: under :obj:`randomness="different"`
-    each replica draws its own masks from the process's generator, a
-    different draw from the one a separate training with that seed would
-    make (the same distribution).
+    batches).
+
+    Because the replicas' parameters are independent,
+    :math:`\nabla_{\theta_k} \sum_j \ell_j = \nabla_{\theta_k} \ell_k`:
+    backpropagating the sum of the replicas' losses gives each replica the
+    gradients of its own loss, and an element-wise optimiser (AdamW) on the
+    stacked parameters takes every replica's own step.  Gradient clipping
+    must be per replica (:meth:`clip_grad_norm_`).  With these, :math:`K`
+    stacked replicas follow :math:`K` separate trainings to float rounding
+    (tested to :math:`10^{-6}` in float64), except for dropout: under
+    :obj:`randomness="different"` each replica draws its own masks from the
+    process's generator, a different draw from the one a separate training
+    with that seed would make (the same distribution).
 
     A replica whose training ends early (early stopping) is frozen with
     :meth:`freeze`: optimiser steps no longer change its parameters

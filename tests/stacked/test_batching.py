@@ -3,7 +3,7 @@ import torch
 
 from mzattn.stacked import stack_sets
 
-from .test_replicas import layout_of
+from .helpers import layout_of
 
 
 def test_stack_sets_pads_every_replica_to_one_bucket():

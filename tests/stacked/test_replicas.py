@@ -4,17 +4,11 @@ import torch.nn.functional as F
 from mzattn.baselines import build_model
 
 from mzattn.stacked import StackedSeeds, stack_sets
-from mzlayers.layout import SetLayout
+
+from .helpers import layout_of, prediction
 
 SIZES = [5, 0, 7, 3]  # ragged, with an empty set
 K, CHANNELS, STEPS = 3, 4, 3
-
-
-def layout_of(sizes: list[int]) -> tuple[torch.Tensor, SetLayout]:
-    counts = torch.tensor(sizes)
-    batch = torch.repeat_interleave(torch.arange(len(sizes)), counts)
-    ptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
-    return batch, SetLayout.from_sizes(batch, sizes, ptr)
 
 
 def replicas(name: str, dtype: torch.dtype = torch.float, **overrides) -> list[torch.nn.Module]:
@@ -55,10 +49,6 @@ class Inputs:
         padded, mask = stack_sets(list(x), [layout_of(own_sizes(k))[0] for k in range(K)],
                                   dim_size=len(SIZES))
         return {'x': padded, 'mask': mask}
-
-
-def prediction(out) -> torch.Tensor:
-    return out[0] if isinstance(out, tuple) else out
 
 
 def optimizer_of(params) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:

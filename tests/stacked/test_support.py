@@ -5,7 +5,7 @@ from mzattn.baselines import build_model, list_models
 from mzattn.stacked import StackedSeeds, kernel_problem, unstackable_reason
 from mzlayers.layout import SetLayout
 
-from .test_replicas import layout_of, prediction
+from .helpers import layout_of, prediction
 
 SIZES = [4, 0, 6, 3]
 NOT_STACKABLE = {'mamba-pma'}
