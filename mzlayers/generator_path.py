@@ -26,7 +26,9 @@ Both give the same values as the plain autograd composition (same
 operations per row, in the same order) and first-order gradients only
 (:func:`~torch.autograd.function.once_differentiable`).  Under
 :func:`torch.autocast` backward recomputes under the autocast state of the
-forward.
+forward.  Inside a :mod:`torch.func` transform (:func:`~torch.func.vmap`
+over stacked replicas, :mod:`mzattn.stacked`) they run as that plain
+composition, which autograd and the transform differentiate and batch.
 """
 from contextlib import AbstractContextManager
 
@@ -89,6 +91,13 @@ def _rows_outer(grad: Tensor, x: Tensor) -> Tensor:
     :obj:`[o, i]` of a linear map from rows :obj:`x` :obj:`[*, i]` with
     output gradients :obj:`grad` :obj:`[*, o]`."""
     return grad.reshape(-1, grad.size(-1)).T @ x.reshape(-1, x.size(-1))
+
+
+def _in_transform() -> bool:
+    r"""Whether a :mod:`torch.func` transform (:func:`~torch.func.vmap`,
+    :func:`~torch.func.grad`) is active: the autograd functions here have
+    no :obj:`setup_context`, so the transforms cannot run them."""
+    return torch._C._are_functorch_transforms_active()
 
 
 def _accumulate(total: Tensor | None, part: Tensor) -> Tensor:
@@ -216,6 +225,9 @@ def budgeted_generators(agg: Tensor, gates: Tensor, matrix_center: Tensor,
     Returns:
         torch.Tensor: :obj:`[N, n_g, d]`.
     """
+    if _in_transform():
+        return F.linear(_heads_last(_mixed(agg, gates, matrix_center, matrix_generators,
+                                           mix)[0]), weight)
     return _BudgetedGenerators.apply(agg, gates, matrix_center, matrix_generators, mix,
                                      weight)
 
@@ -347,4 +359,7 @@ def generator_tail(residual: Tensor, update: Tensor, scale1: Tensor | None,
     Returns:
         torch.Tensor: :obj:`[N, n_g, d]`.
     """
+    if _in_transform():
+        rows = slice(0, update.size(0))
+        return _scaled(_tail_rows(rows, residual, update, scale1, weight1, weight2)[-1], scale2)
     return _GeneratorTail.apply(residual, update, scale1, scale2, weight1, weight2)
