@@ -46,7 +46,7 @@ def _assert_matches(out, ref, inputs):
         assert torch.allclose(g, r, atol=1e-10)
 
 
-@pytest.mark.parametrize('backend', ['segment', 'dense', 'auto'])
+@pytest.mark.parametrize('backend', ['segment', 'dense', 'varlen', 'auto'])
 @pytest.mark.parametrize('shared', [True, False])
 def test_backends_match_reference_forward_and_backward(backend, shared):
     x, batch, B = ragged_batch()
@@ -113,7 +113,7 @@ def test_empty_set_gives_exact_zero_without_nan():
     k = torch.randn(3, H, DK, dtype=torch.float64, requires_grad=True)
     v = torch.randn(3, H, DV, dtype=torch.float64, requires_grad=True)
     q = torch.randn(M, H, DK, dtype=torch.float64, requires_grad=True)
-    for backend in ('segment', 'dense', 'auto'):
+    for backend in ('segment', 'dense', 'varlen', 'auto'):
         out = set_attention(q, k, v, layout, None, backend).view(B, M, H, DV)
         assert torch.equal(out[0], torch.zeros_like(out[0]))
         assert torch.equal(out[2], torch.zeros_like(out[2]))
@@ -121,7 +121,7 @@ def test_empty_set_gives_exact_zero_without_nan():
         assert all(torch.isfinite(g).all() for g in grads)
 
 
-@pytest.mark.parametrize('backend', ['segment', 'dense', 'auto'])
+@pytest.mark.parametrize('backend', ['segment', 'dense', 'varlen', 'auto'])
 def test_extreme_logit_is_isolated_to_its_set(backend):
     x, batch, B = ragged_batch()
     layout = _layout(batch, B)
