@@ -292,6 +292,12 @@ def test_segment_pairs_reject_layouts_of_other_sets(key_sizes):
 
 @pytest.mark.parametrize('queries', ['learned', 'pooled', 'elements'])
 def test_segment_dropout_keeps_the_expected_output(queries, fused_sets):
+    assert_dropout_keeps_the_expected_output('segment', queries)
+
+
+def assert_dropout_keeps_the_expected_output(backend: str, queries: str) -> None:
+    r"""Dropout draws of :obj:`backend` differ, and their mean is the exact
+    output, for learned queries, queries over pooled keys, or pooled queries."""
     _, batch, B = ragged_batch(sizes=(4, 0, 6))
     layout = _layout(batch, B)
     key_layout, query_layout = {  # ragged keys, or the 2 pooled tokens of every set
@@ -301,9 +307,9 @@ def test_segment_dropout_keeps_the_expected_output(queries, fused_sets):
     }[queries]
     num_queries = M if query_layout is None else query_layout.num_elements
     q, k, v = _inputs(num_queries, key_layout.num_elements)
-    exact = set_attention(q, k, v, key_layout, query_layout, 'segment')
+    exact = set_attention(q, k, v, key_layout, query_layout, backend)
     torch.manual_seed(0)
-    draws = torch.stack([set_attention(q, k, v, key_layout, query_layout, 'segment', 0.5)
+    draws = torch.stack([set_attention(q, k, v, key_layout, query_layout, backend, 0.5)
                          for _ in range(400)])
     assert not torch.allclose(draws[0], exact)
     assert torch.allclose(draws.mean(0), exact, atol=0.15)

@@ -10,7 +10,16 @@ from mzlayers.kernels.policy import AUTO_POLICY, KERNELS, KINDS, auto_kernel
 from mzlayers.kernels.varlen import varlen_plan
 
 from .helpers import ragged_batch
-from .test_attention import DV, H, M, _assert_matches, _inputs, _layout, _reference
+from .test_attention import (
+    DV,
+    H,
+    M,
+    _assert_matches,
+    _inputs,
+    _layout,
+    _reference,
+    assert_dropout_keeps_the_expected_output,
+)
 
 
 def _sized(sizes) -> SetLayout:
@@ -75,15 +84,9 @@ def test_varlen_bf16_autocast_is_close_to_float32(shared):
     assert all(torch.isfinite(g).all() for g in grads)
 
 
-def test_varlen_dropout_keeps_the_expected_output():
-    layout = _sized((4, 0, 6))
-    q, k, v = _inputs(M, layout.num_elements)
-    exact = set_attention(q, k, v, layout, None, 'varlen')
-    torch.manual_seed(0)
-    draws = torch.stack([set_attention(q, k, v, layout, None, 'varlen', 0.5)
-                         for _ in range(400)])
-    assert not torch.allclose(draws[0], exact)
-    assert torch.allclose(draws.mean(0), exact, atol=0.15)
+@pytest.mark.parametrize('queries', ['learned', 'pooled', 'elements'])
+def test_varlen_dropout_keeps_the_expected_output(queries):
+    assert_dropout_keeps_the_expected_output('varlen', queries)
 
 
 @pytest.mark.parametrize('queries', ['learned', 'elements'])
