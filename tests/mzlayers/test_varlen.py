@@ -5,7 +5,7 @@ import pytest
 import torch
 from mzattn.bench.dispatch import count_host_syncs
 
-from mzlayers import SetLayout, set_attention
+from mzlayers import MZSetTransformerAggregation, SetLayout, set_attention
 from mzlayers.kernels.policy import AUTO_POLICY, KERNELS, KINDS, auto_kernel
 from mzlayers.kernels.varlen import varlen_plan
 
@@ -132,3 +132,14 @@ def test_auto_on_cuda_runs_varlen_where_padding_is_high(sizes, kernel):
     assert count.total == 0
     assert chosen == [kernel] * 3
     assert auto_kernel('mps', layout, None) == ('buckets' if kernel == 'varlen' else 'dense')
+
+
+def test_memory_guard_estimates_varlen_unpadded_and_auto_on_cuda_as_varlen():
+    skewed = _sized((2000,) + (1,) * 200)  # padded to 201 sets of 2,000 by 'dense'
+
+    def peak(backend, device_type='cpu'):
+        shape = MZSetTransformerAggregation(8, heads=2, backend=backend).memory_shape()
+        return shape.peak(skewed, device_type=device_type, element_size=4, grad=False)
+
+    assert peak('dense') > 5 * peak('varlen')
+    assert peak('auto', 'cuda') == peak('varlen')
