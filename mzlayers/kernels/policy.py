@@ -52,12 +52,14 @@ def _same(rule: tuple[tuple[str, float], ...]) -> dict[str, tuple[tuple[str, flo
 AUTO_POLICY: dict[str, DevicePolicy] = {
     # Unpadded kernels for ragged learned and pooled calls: the segment
     # kernel was faster than padded buckets on every such set_pooling
-    # workload, and faster than varlen on every one (docs/benchmarks.md).
+    # workload, and varlen ran at 0.15-0.43x its speed on every one
+    # (docs/benchmarks.md).
     'cpu': DevicePolicy(
         rules={'learned': (('dense', 1.0), ('segment', inf)),
                'pooled': (('dense', 1.0), ('segment', inf)),
                'ragged': (('buckets', inf),)},
-        measured='bench/results/set_pooling.json, self_attention.json'),
+        measured='bench/results/set_pooling.json, self_attention.json, '
+                 'kernel_crossover.json'),
     # Fused SDPA on one padded bucket where padding is low, varlen (the
     # fused kernels' cu_seqlens entry points) above: defaults until a GPU
     # run of `make gpu-check` measures ours-varlen against ours-dense.
