@@ -51,7 +51,8 @@ class VarlenPlan:
         query_lengths (tuple[int, int]): Shortest and longest query length.
         key_lengths (tuple[int, int]): Shortest and longest key length.
         query_rows (torch.Tensor, optional): Rows of the queries in the
-            call (:obj:`None`: every row, in order).
+            call, i.e. their output rows (set-major for learned queries;
+            :obj:`None`: every row, in order).
         key_rows (torch.Tensor, optional): Rows of the keys in the call.
         num_rows (int): Output rows of the whole batch.
     """
@@ -122,7 +123,7 @@ def varlen_attention(q: Tensor, k: Tensor, v: Tensor, key_layout: SetLayout,
     shared = query_layout is None
     plan = varlen_plan(key_layout, query_layout, q.size(0) if shared else 1)
     num_sets = plan.query_offsets.numel() - 1
-    if num_sets == 0:  # no set has both queries and keys
+    if num_sets == 0:  # no set has both queries and keys: zeros, independent of the inputs
         return v.new_zeros(plan.num_rows, v.size(1), v.size(2))
     if shared:  # [S M, H, d_k]: every set in the call gets its own copy
         queries = q.repeat(num_sets, 1, 1)
