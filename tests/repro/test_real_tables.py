@@ -12,9 +12,9 @@ from mzattn.datasets.qm9 import QM9
 from mzattn.datasets.resnet_features import BACKBONES
 from mzattn.repro.core.registry import TABLE_MODULES, load_spec
 from mzattn.repro.core.spec import PROFILES, Column, Profile, Row, TableSpec
-from mzattn.repro.data import real_data
 from mzattn.repro.engine.runner import grid, run_table
 from mzattn.repro.report.paper_values import TABLES
+from mzattn.repro.training import real_data
 from mzattn.repro.training.cells import column_profile
 from mzattn.repro.training.real_data import dataset_root, hold_out, load_real_splits
 

@@ -5,7 +5,8 @@ import subprocess
 import time
 
 import pytest
-from mzattn.repro import cells, faults
+from mzattn.repro.core import faults
+from mzattn.repro.training import cells
 from mzattn.repro.training.cells import cell_path, checkpoint_dir, read_record, run_cell
 from mzattn.repro.training.checkpoints import safe_load
 from mzattn.repro.training.stages import STAGES, reach
