@@ -157,8 +157,9 @@ class MZMAB(torch.nn.Module):
             called with keyword arguments :obj:`attention(channels,
             heads=..., num_generators=..., num_matrix_generators=...,
             summary=..., dropout=..., backend=...)`; a module with
-            :class:`~mzlayers.MZMultiheadAttention`'s :obj:`forward`, e.g.
-            :class:`~mzattn.baselines.GenQKAttention`.
+            :class:`~mzlayers.MZMultiheadAttention`'s :meth:`aggregate` and
+            :meth:`generators` (e.g. a subclass such as
+            :class:`~mzattn.baselines.GenQKAttention`).
             (default: :class:`~mzlayers.MZMultiheadAttention`)
 
     Options after :obj:`heads` are keyword-only.
