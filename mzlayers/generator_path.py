@@ -173,20 +173,11 @@ def _tail_rows(rows: slice, update: Tensor, tail: GeneratorTail, num_rows: int
     return r, h, a, h + F.linear(a, tail.weight2)
 
 
-def _update_rows(agg: Tensor, gates: Tensor, params: tuple[Tensor, ...]
-                 ) -> tuple[Tensor, tuple[Tensor, ...]]:
-    r"""The generator output :math:`O^G` of attention outputs :obj:`agg`
-    :obj:`[n, H, 1 + n_g, C]` and gates :obj:`[n, H, L]`, :obj:`[n, n_g,
-    d]`, with the per-head products of :func:`_mixed` (for backward)."""
-    Mc, Ml, mix, weight = params
-    mixed = _mixed(agg, gates, Mc, Ml, mix)
-    return F.linear(_heads_last(mixed[0]), weight), mixed
-
-
 def _path_rows(rows: slice, agg: Tensor, gates: Tensor, params: tuple[Tensor, ...],
                tail: GeneratorTail | None) -> Tensor:
     r"""The path's output on rows :obj:`rows`, :obj:`[n, n_g, d]`."""
-    update = _update_rows(agg[rows], gates[rows], params)[0]
+    Mc, Ml, mix, weight = params  # the generator output O^G of the rows, [n, n_g, d]
+    update = F.linear(_heads_last(_mixed(agg[rows], gates[rows], Mc, Ml, mix)[0]), weight)
     if tail is None:
         return update
     s2 = tail.scale2
@@ -282,8 +273,9 @@ class _GeneratorPath(torch.autograd.Function):
         with _replay_autocast(ctx):
             for rows in _chunks(agg, mix, tail):
                 g, tail_sums = grad[rows], (None, None)
-                update, mixed = _update_rows(agg[rows], gates[rows], params)
+                mixed = _mixed(agg[rows], gates[rows], Mc, Ml, mix)
                 if tail is not None:
+                    update = F.linear(_heads_last(mixed[0]), weight)
                     g, (g_s1, g_s2, *tail_sums) = _tail_backward_rows(g, rows, update, tail, N)
                     _store(grad_s1, rows, g_s1)
                     _store(grad_s2, rows, g_s2)
