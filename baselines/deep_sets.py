@@ -3,8 +3,8 @@ import torch
 from torch import Tensor
 from torch_geometric.nn import MLP
 
-from mzlayers.layout import SetLayout
-from mzlayers.validate import check_choice, parameter_dtype, resolve_input
+from mzlayers.layout import SetLayout, resolve_input
+from mzlayers.validate import check_choice, parameter_dtype
 
 AGGREGATIONS = ('sum', 'mean')
 

@@ -10,8 +10,8 @@ from torch.nn import Linear, ModuleList, Parameter
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import degree, scatter
 
-from mzlayers.layout import SetLayout
-from mzlayers.validate import parameter_dtype, resolve_input
+from mzlayers.layout import SetLayout, resolve_input
+from mzlayers.validate import parameter_dtype
 
 #: Xavier gain of :math:`\phi_x`, as in the official EGNN code: coordinate
 #: updates start tiny so the geometry is not scrambled before

@@ -6,8 +6,8 @@ from torch.nn import Linear
 
 from mzattn.extras import require
 from mzlayers import PoolingHead
-from mzlayers.layout import SetLayout
-from mzlayers.validate import parameter_dtype, resolve_input
+from mzlayers.layout import SetLayout, resolve_input
+from mzlayers.validate import parameter_dtype
 
 
 class MambaPMA(torch.nn.Module):

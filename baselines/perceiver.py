@@ -4,8 +4,8 @@ from torch import Tensor
 from torch.nn import Linear, ModuleList, Parameter
 
 from mzlayers import MAB, SAB, PoolingHead
-from mzlayers.layout import SetLayout
-from mzlayers.validate import parameter_dtype, resolve_input
+from mzlayers.layout import SetLayout, resolve_input
+from mzlayers.validate import parameter_dtype
 
 
 class Perceiver(torch.nn.Module):

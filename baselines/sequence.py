@@ -6,8 +6,8 @@ from torch.nn import Embedding, Linear, ModuleList
 from torch_geometric.nn import MLP
 
 from mzlayers import MZSAB, SAB, Zonotope, ZonotopeEmbedding
-from mzlayers.layout import SetLayout
-from mzlayers.validate import parameter_dtype, resolve_input
+from mzlayers.layout import SetLayout, resolve_input
+from mzlayers.validate import parameter_dtype
 
 
 class PositionalEncoding(Embedding):

@@ -5,9 +5,9 @@ from torch.nn import GRUCell, LayerNorm, Linear, Parameter
 from torch_geometric.nn import MLP
 
 from mzlayers import FeedForward
-from mzlayers.layout import SetLayout
+from mzlayers.layout import SetLayout, resolve_input
 from mzlayers.size_feature import append_size_feature, size_feature_channels
-from mzlayers.validate import parameter_dtype, resolve_input
+from mzlayers.validate import parameter_dtype
 
 #: Added to the attention weights before the per-slot normalisation over the
 #: inputs, as in the original code (keeps slots that win no input finite).

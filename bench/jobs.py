@@ -73,7 +73,7 @@ def measure(table: str, profile: str, jobs: list[int], folder: str) -> dict:
     r"""Fills a data cache under :obj:`folder`, times one run per value of
     :obj:`jobs` into its own results folder there, and returns the JSON
     record (module docstring)."""
-    from mzattn.repro.datagen import cli as datagen
+    from mzattn.repro.engine.datagen import cli as datagen
     root = os.path.join(folder, 'data')
     datagen([table, '--profile', profile, '--root', root])
     load_before = os.getloadavg()

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         env['cpu_allocator'] = "glibc's default (tensors above 32 MB mapped afresh)"
     torch.set_num_threads(args.threads)
     from mzattn.datasets.synthetic.tasks import get_config
-    from mzattn.repro.cost import probe_batch
+    from mzattn.repro.engine.cost import probe_batch
     x, batch = probe_batch(get_config('meb', d=8), args.sets)  # Table 3's first sets
     rows = time_scans(x, batch, args.sets, args.repeats)
     speedup = rows['parallel']['train_s'] / rows['sequential']['train_s']

@@ -8,7 +8,7 @@ from torch_geometric.nn.aggr.utils import SetAttentionBlock
 from torch_geometric.utils import to_dense_batch
 
 from mzlayers import SAB
-from mzlayers.validate import resolve_layout
+from mzlayers.layout import resolve_layout
 
 from .workloads import workload_step
 

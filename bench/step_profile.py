@@ -32,7 +32,7 @@ NUM_SETS, MIN_SIZE, MAX_SIZE, FEATURES = 128, 10, 30, 8
 def make_batch(device: torch.device, num_sets: int = NUM_SETS) -> dict:
     r"""The step's batch: features :obj:`x`, set index :obj:`batch`, its
     :obj:`ptr` and host :obj:`sizes` (as a PyG :obj:`Batch` from
-    :class:`~mzattn.repro.datamodule.SetDataModule` carries them), targets."""
+    :class:`~mzattn.repro.training.datamodule.SetDataModule` carries them), targets."""
     g = torch.Generator().manual_seed(0)
     sizes = torch.randint(MIN_SIZE, MAX_SIZE + 1, (num_sets,), generator=g)
     return {'x': torch.randn(int(sizes.sum()), FEATURES, generator=g).to(device),

@@ -7,14 +7,8 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from ._io import (
-    IMAGE_SOURCES,
-    SummarizedDataset,
-    check_geometric_targets,
-    geometric_targets,
-    load_images,
-    targets_tag,
-)
+from ._io import IMAGE_SOURCES, SummarizedDataset, load_images
+from .geometric_targets import check_geometric_targets, geometric_targets, targets_tag
 
 SOURCES: tuple[str, ...] = ("digits", *IMAGE_SOURCES)
 CONSTRUCTIONS: tuple[str, ...] = ("pixels", "lift", "patches")

@@ -16,12 +16,10 @@ from ._io import (
     IMAGE_SOURCES,
     SummarizedDataset,
     atomic_torch_save,
-    check_geometric_targets,
-    geometric_targets,
     load_images,
     load_or_set_aside,
-    targets_tag,
 )
+from .geometric_targets import check_geometric_targets, geometric_targets, targets_tag
 
 #: ImageNet weights per backbone: torchvision builder, weights enum member,
 #: channels of layer 3 (the point dimension d).
@@ -124,7 +122,7 @@ class ResNetFeatureClouds(SummarizedDataset):
     (backbone, split, :obj:`num_images`, :obj:`image_size`) and shared by
     every target selection.
 
-    Targets (names of :obj:`~mzattn.datasets._io.GEOMETRIC_TARGETS`):
+    Targets (names of :obj:`~mzattn.datasets.geometric_targets.GEOMETRIC_TARGETS`):
     ``furthest`` (k=5 furthest-first k-center cost), ``diameter``,
     ``knn_radius`` (k=5), ``mst`` (MST weight), ``meb`` (minimum enclosing
     ball radius; degenerate for :math:`n \le d + 1`, as the paper notes).

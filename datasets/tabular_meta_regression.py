@@ -65,7 +65,7 @@ class TabularMetaRegression(EpisodeSets):
     The two splits of the paper are two uses: *same distribution* takes
     train/val/test episodes from the same tables; *held-out tables* takes
     test episodes from other tables (see
-    :func:`mzattn.repro.real_data.tabular_meta_regression`).
+    :func:`mzattn.repro.training.real_data.tabular_meta_regression`).
 
     Args:
         root (str): Root folder; the OpenML CSVs are in ``root/raw``.

@@ -59,7 +59,7 @@ TABLE = ["table28", "--profile", "smoke"]
 RUNS = "runs"
 r"""Where a table run writes inside the results mount: the image works in
 /workspace, and ``mzattn-repro``'s default ``--out`` is ``results/runs``
-(``repro/options.py``, ``OUT``), so a bare run writes
+(``repro/engine/options.py``, ``OUT``), so a bare run writes
 ``/workspace/results/runs/TABLE``."""
 PYPI_PROBE = "https://pypi.org/simple/torch/"
 #: An engine's API answers in about 2 s; a slow machine gets more.
@@ -294,7 +294,7 @@ def build_base(engine: Engine) -> tuple[str, float | None]:
 def git_commit() -> str:
     r"""The commit the image is built from, as ``mzattn-repro docker build``
     passes it (so that its build hits the same cache)."""
-    done = subprocess.run([sys.executable, "-c", "from mzattn.repro.envinfo import git_commit;"
+    done = subprocess.run([sys.executable, "-c", "from mzattn.repro.core.envinfo import git_commit;"
                            "print(git_commit() or 'unknown')"], cwd=ROOT, capture_output=True,
                           text=True, check=True)
     return done.stdout.strip()

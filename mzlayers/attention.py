@@ -23,21 +23,23 @@ Backends:
   sets get one fused call each, runs of small sets go through hand-written
   bag-sum kernels (:mod:`mzlayers.kernels.segment`, first-order gradients
   only, eager under :func:`torch.compile`).
-* ``'auto'`` (default): chooses per call, from measurements on CPU
-  (:file:`bench/`).  On CPU, learned queries over sets of unequal size, and
-  set-element queries of unequal size over keys of one width per set
-  (ISAB's second block), run the segment kernel: it does the same work
-  without padding and was faster than the padded kernel on every such
-  workload we measured.  Everything else — sets of equal size (a view of
-  the input, attended without a mask), self-attention over ragged keys, and
-  every call on other devices — runs the dense kernel on size buckets whose
-  sets differ at most :obj:`AUTO_MAX_PADDING` times.  On other devices a
-  batch padded at most :obj:`AUTO_MAX_PADDING` times over (its padding
-  ratio) runs as one bucket: one fused SDPA launch, no bucket index copied
-  to the device (``make gpu-check`` measures it).  On CPU,
-  when a batch needs several buckets, each set with at least
-  :obj:`AUTO_ALONE_MIN_PAIRS` query-key pairs gets an unpadded bucket of its
-  own.
+* ``'varlen'``: no padding; PyTorch's own variable-length attention,
+  :func:`~torch.nn.functional.scaled_dot_product_attention` on nested
+  jagged tensors (:mod:`mzlayers.kernels.varlen`): the varlen entry points
+  of the fused kernels on CUDA.
+* ``'auto'`` (default): chooses per call, by device type, kind of call and
+  padding ratio, from the table :obj:`~mzlayers.kernels.policy.AUTO_POLICY`
+  (data, host sizes only).  On CPU (measured, :file:`bench/`), learned
+  queries over sets of unequal size, and set-element queries of unequal
+  size over keys of one width per set (ISAB's second block), run the
+  segment kernel; everything else runs the dense kernel, unpadded on sets
+  of equal size, on size buckets whose sets differ at most
+  :obj:`AUTO_MAX_PADDING` times otherwise, where each set with at least
+  :obj:`AUTO_ALONE_MIN_PAIRS` query-key pairs gets an unpadded bucket of
+  its own.  On CUDA (defaults until a GPU run measures them), a call padded
+  at most twice over runs the dense kernel as one
+  bucket (one fused SDPA launch, no bucket index copied to the device), a
+  call padded more the varlen kernel.
 
 An empty set gives an exactly zero output and no NaN on every backend.  A
 padded key layout (:meth:`SetLayout.padded`, the static-shape path) always
@@ -47,10 +49,12 @@ runs the dense kernel, with its mask.
 from torch import Tensor
 
 from mzlayers.kernels.dense import dense_attention
+from mzlayers.kernels.policy import auto_kernel
 from mzlayers.kernels.segment import segment_attention
+from mzlayers.kernels.varlen import varlen_attention
 from mzlayers.layout import SetLayout
 
-BACKENDS = ('auto', 'segment', 'dense')
+BACKENDS = ('auto', 'segment', 'dense', 'varlen')
 
 #: Largest size ratio inside one padded bucket of the ``'auto'`` backend.
 AUTO_MAX_PADDING = 2.0
@@ -88,7 +92,8 @@ def set_attention(
             from :obj:`d_k`).
         key_layout (SetLayout): Layout of the keys.
         query_layout (SetLayout, optional): Layout of set-element queries.
-        backend (str, optional): ``'auto'``, ``'segment'`` or ``'dense'``.
+        backend (str, optional): ``'auto'``, ``'segment'``, ``'dense'`` or
+            ``'varlen'``.
         dropout (float, optional): Dropout on the attention weights (pass
             :obj:`0.` in evaluation mode).
 
@@ -97,30 +102,18 @@ def set_attention(
         :obj:`[N_q, H, d_v]` otherwise.
     """
     if key_layout.mask is not None:  # padded layouts: only the dense kernel masks
-        if backend == 'segment':
-            raise ValueError("The 'segment' backend takes ragged batches only; a padded "
+        if backend in ('segment', 'varlen'):
+            raise ValueError(f"The '{backend}' backend takes ragged batches only; a padded "
                              "batch (bucket_batch, 'mask') needs backend 'auto' or 'dense'")
         return dense_attention(q, k, v, key_layout, query_layout, dropout, None, None)
-    if backend == 'segment' or (backend == 'auto' and auto_segment(
-            q.device.type, key_layout, query_layout)):
+    kernel = auto_kernel(q.device.type, key_layout, query_layout) if backend == 'auto' \
+        else backend
+    if kernel == 'segment':
         return segment_attention(q, k, v, key_layout, query_layout, dropout,
                                  SEGMENT_FUSED_MIN_PAIRS)
-    if backend == 'dense':
-        return dense_attention(q, k, v, key_layout, query_layout, dropout, None, None)
-    if q.device.type != 'cpu':  # one padded bucket (one SDPA launch) where padding is cheap
-        one = key_layout.padding_ratio <= AUTO_MAX_PADDING
-        return dense_attention(q, k, v, key_layout, query_layout, dropout,
-                               None if one else AUTO_MAX_PADDING, None)
-    return dense_attention(q, k, v, key_layout, query_layout, dropout, AUTO_MAX_PADDING,
-                           AUTO_ALONE_MIN_PAIRS)
-
-
-def auto_segment(device_type: str, key_layout: SetLayout,
-                 query_layout: SetLayout | None) -> bool:
-    r"""Whether ``'auto'`` runs the segment kernel on a device of type
-    :obj:`device_type` (see the module docstring; host sizes only)."""
-    if device_type != 'cpu':
-        return False
-    if query_layout is None:
-        return not key_layout.equal_sizes
-    return key_layout.equal_sizes and not query_layout.equal_sizes
+    if kernel == 'varlen':
+        return varlen_attention(q, k, v, key_layout, query_layout, dropout)
+    if kernel == 'buckets':
+        return dense_attention(q, k, v, key_layout, query_layout, dropout, AUTO_MAX_PADDING,
+                               AUTO_ALONE_MIN_PAIRS)
+    return dense_attention(q, k, v, key_layout, query_layout, dropout, None, None)

@@ -8,9 +8,9 @@ from torch import Tensor
 from torch.nn import LayerNorm, Linear, Parameter
 
 from mzlayers.feedforward import FeedForward
-from mzlayers.layout import SetLayout
+from mzlayers.layout import SetLayout, resolve_layout
 from mzlayers.multihead import MultiheadSetAttention
-from mzlayers.validate import parameter_dtype, resolve_layout
+from mzlayers.validate import parameter_dtype
 
 #: A factory of attention modules: called as
 #: :obj:`attention(channels, heads=heads, dropout=dropout, backend=backend)`,
@@ -54,8 +54,8 @@ class MAB(torch.nn.Module):
             (default: :obj:`True`)
         dropout (float, optional): Dropout on attention weights and in the
             FFN. (default: :obj:`0.`)
-        backend (str, optional): Attention kernel, ``'auto'``, ``'segment'``
-            or ``'dense'``. (default: :obj:`'auto'`)
+        backend (str, optional): Attention kernel, ``'auto'``, ``'segment'``,
+            ``'dense'`` or ``'varlen'``. (default: :obj:`'auto'`)
         attention (callable, optional): Builds the block's attention,
             :obj:`attention(channels, heads=heads, dropout=dropout,
             backend=backend)`, a module with

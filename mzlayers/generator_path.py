@@ -26,7 +26,9 @@ Both give the same values as the plain autograd composition (same
 operations per row, in the same order) and first-order gradients only
 (:func:`~torch.autograd.function.once_differentiable`).  Under
 :func:`torch.autocast` backward recomputes under the autocast state of the
-forward.
+forward.  Inside a :mod:`torch.func` transform (:func:`~torch.func.vmap`
+over stacked replicas, :mod:`mzattn.stacked`) they run as that plain
+composition, which autograd and the transform differentiate and batch.
 """
 from contextlib import AbstractContextManager
 
@@ -91,6 +93,13 @@ def _rows_outer(grad: Tensor, x: Tensor) -> Tensor:
     return grad.reshape(-1, grad.size(-1)).T @ x.reshape(-1, x.size(-1))
 
 
+def _in_transform() -> bool:
+    r"""Whether a :mod:`torch.func` transform (:func:`~torch.func.vmap`,
+    :func:`~torch.func.grad`) is active: the autograd functions here have
+    no :obj:`setup_context`, so the transforms cannot run them."""
+    return torch._C._are_functorch_transforms_active()
+
+
 def _accumulate(total: Tensor | None, part: Tensor) -> Tensor:
     return part if total is None else total + part
 
@@ -146,19 +155,23 @@ def _budgeted_backward_rows(grad: Tensor, agg: Tensor, gates: Tensor, Mc: Tensor
     :math:`\hat G` :obj:`[n, H, n_g, C]` and gates :obj:`[n, H, L]`, and the
     chunk's parts of the gradients of :math:`M_c, M_l, W_{\mathrm{mix}},
     \mathbf{W}_O`."""
-    H, C = agg.size(1), agg.size(3)
-    c, A = agg[:, :, 0], agg[:, :, 1:]  # [n, H, C], [n, H, n_g, C]
+    (n, H, _, C), G, L = agg.shape, mix.size(1), Ml.size(1)
     m, mlc, gated = _mixed(agg, gates, Mc, Ml, mix)
     g_weight = _rows_outer(grad, _heads_last(m))
-    g_m = (grad @ weight).view(-1, grad.size(1), H, C).transpose(1, 2)  # [n, H, n_g, C]
-    g_A = torch.einsum('nhgm,hmc->nhgc', g_m, Mc)
-    g_mc = torch.einsum('nhgm,nhgc->hmc', g_m, A)
-    g_mix = torch.einsum('nhgm,nhlm->hgl', g_m, gated)
-    g_gated = torch.einsum('nhgm,hgl->nhlm', g_m, mix)  # [n, H, L, C]
-    g_mlc = g_gated * gates.unsqueeze(-1)
-    g_ml = torch.einsum('nhlm,nhc->hlmc', g_mlc, c)
-    g_c = torch.einsum('nhlm,hlmc->nhc', g_mlc, Ml)
-    return g_c, g_A, (g_gated * mlc).sum(-1), (g_mc, g_ml, g_mix, g_weight)
+    # heads first, each product one bmm over the heads (no einsum): [H, rows, *]
+    c, A = agg[:, :, 0].transpose(0, 1), _heads_first(agg[:, :, 1:])  # [H, n, C], [H, n G, C]
+    mlc, gated = mlc.transpose(0, 1), gated.transpose(0, 1)  # [H, n, L, C]
+    g_m = _heads_first((grad @ weight).view(n, G, H, C).transpose(1, 2))  # [H, n G, C]
+    g_A = torch.bmm(g_m, Mc)
+    g_mc = torch.bmm(g_m.transpose(1, 2), A)  # [H, C, C]
+    g_m = g_m.view(H, n, G, C)
+    g_mix = (g_m @ gated.transpose(2, 3)).sum(1)  # [H, n_g, L]
+    g_gated = mix.transpose(1, 2).unsqueeze(1) @ g_m  # [H, n, L, C]
+    g_mlc = (g_gated * gates.transpose(0, 1).unsqueeze(-1)).view(H, n, L * C)
+    g_ml = torch.bmm(g_mlc.transpose(1, 2), c).view(H, L, C, C)
+    g_c = torch.bmm(g_mlc, Ml.flatten(1, 2))  # [H, n, C]
+    return (g_c.transpose(0, 1), g_A.view(H, n, G, C).transpose(0, 1),
+            (g_gated * mlc).sum(-1).transpose(0, 1), (g_mc, g_ml, g_mix, g_weight))
 
 
 def _mixed(agg: Tensor, gates: Tensor, matrix_center: Tensor, matrix_generators: Tensor,
@@ -170,12 +183,19 @@ def _mixed(agg: Tensor, gates: Tensor, matrix_center: Tensor, matrix_generators:
     :obj:`agg` :obj:`[n, H, 1 + n_g, C]` (centre first) and gates
     :obj:`[n, H, L]` (the operations of
     :meth:`~mzlayers.Zonotope.mz_product_budgeted`)."""
-    c, A = agg[:, :, 0], agg[:, :, 1:]
-    mlc = torch.einsum('...lmd,...d->...lm', matrix_generators, c)
-    gated = mlc * gates.unsqueeze(-1)
-    m = (torch.einsum('...md,...gd->...gm', matrix_center, A) +
-         torch.einsum('...gl,...lm->...gm', mix, gated))
-    return m, mlc, gated
+    (n, H, _, C), G, L = agg.shape, mix.size(1), matrix_generators.size(1)
+    # heads first, each product one bmm over the heads (no einsum): [H, rows, *]
+    mlc = torch.bmm(agg[:, :, 0].transpose(0, 1),
+                    matrix_generators.flatten(1, 2).transpose(1, 2)).view(H, n, L, C)
+    gated = mlc * gates.transpose(0, 1).unsqueeze(-1)
+    m = torch.bmm(_heads_first(agg[:, :, 1:]), matrix_center.transpose(1, 2))
+    m = m.view(H, n, G, C) + mix.unsqueeze(1) @ gated  # [H, n, n_g, C]
+    return m.transpose(0, 1), mlc.transpose(0, 1), gated.transpose(0, 1)
+
+
+def _heads_first(x: Tensor) -> Tensor:
+    r""":obj:`[n, H, n_g, C]` -> :obj:`[H, n n_g, C]` (the batch of a bmm over heads)."""
+    return x.transpose(0, 1).reshape(x.size(1), -1, x.size(-1))
 
 
 def _heads_last(m: Tensor) -> Tensor:
@@ -205,6 +225,9 @@ def budgeted_generators(agg: Tensor, gates: Tensor, matrix_center: Tensor,
     Returns:
         torch.Tensor: :obj:`[N, n_g, d]`.
     """
+    if _in_transform():
+        return F.linear(_heads_last(_mixed(agg, gates, matrix_center, matrix_generators,
+                                           mix)[0]), weight)
     return _BudgetedGenerators.apply(agg, gates, matrix_center, matrix_generators, mix,
                                      weight)
 
@@ -336,4 +359,7 @@ def generator_tail(residual: Tensor, update: Tensor, scale1: Tensor | None,
     Returns:
         torch.Tensor: :obj:`[N, n_g, d]`.
     """
+    if _in_transform():
+        rows = slice(0, update.size(0))
+        return _scaled(_tail_rows(rows, residual, update, scale1, weight1, weight2)[-1], scale2)
     return _GeneratorTail.apply(residual, update, scale1, scale2, weight1, weight2)

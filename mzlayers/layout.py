@@ -16,6 +16,9 @@ import torch
 from torch import Tensor
 from torch_geometric.utils import scatter
 
+from mzlayers.validate import check_index, check_shape, count_sets, in_autocast
+from mzlayers.zonotope import Zonotope
+
 
 def attention_bias(mask: Tensor, dtype: torch.dtype) -> Tensor:
     r"""Converts a key mask (:obj:`True` = real element, as returned by
@@ -84,7 +87,6 @@ class SetLayout:
             device (torch.device, optional): The device when :obj:`batch`
                 is :obj:`None`.
         """
-        from mzlayers.validate import count_sets
         num_sets, counts = count_sets(batch, num_elements, num_sets)
         if batch is None:
             batch = torch.zeros(num_elements, dtype=torch.long, device=device)
@@ -106,7 +108,6 @@ class SetLayout:
                 sets on :obj:`batch`'s device (a PyG :obj:`Batch`'s
                 :obj:`ptr`); computed on the device when :obj:`None`.
         """
-        from mzlayers.validate import check_index
         counts = [int(n) for n in sizes]
         check_index(batch, sum(counts))
         if ptr is not None and tuple(ptr.shape) != (len(counts) + 1,):
@@ -235,8 +236,9 @@ class SetLayout:
         r"""Per-set mean of :obj:`x` :obj:`[N, *]` -> :obj:`[B, *]` (zero for
         an empty set)."""
         if self.mask is not None:
-            count = self.mask.view(self.num_sets, -1).sum(-1).clamp(min=1)  # [B]
-            return self.sum(x) / count.view(-1, *([1] * (x.dim() - 1))).to(x.dtype)
+            count = self.cached(('real_counts', x.dtype), lambda: self.mask.view(
+                self.num_sets, -1).sum(-1).clamp(min=1).to(x.dtype))  # [B], once per layout
+            return self.sum(x) / count.view(-1, *([1] * (x.dim() - 1)))
         return scatter(x, self.batch, dim=0, dim_size=self.num_sets, reduce='mean')
 
     def sum(self, x: Tensor) -> Tensor:
@@ -263,3 +265,100 @@ class SetLayout:
         if queries.num_sets != self.num_sets:
             raise ValueError(f"Query and key layouts must hold the same sets (got "
                              f"{queries.num_sets} and {self.num_sets})")
+
+
+def resolve_layout(x, batch: Tensor | None, dim_size: int | None,
+                   channels: int, layout=None, dtype: torch.dtype | None = None):
+    r"""Validates a block's or model's :obj:`(x, batch, dim_size)` input and
+    returns its :class:`~mzlayers.layout.SetLayout`.
+
+    :obj:`x` is a tensor or a :class:`~mzlayers.zonotope.Zonotope` (its
+    centre is checked; its generators must be finite too).  When a model
+    already built the :obj:`layout` of this batch, only the shapes are
+    checked (no device read): the values were validated at the entry point.
+    """
+    tensors = (x.center, x.generators) if isinstance(x, Zonotope) else (x,)
+    if layout is not None or in_autocast(tensors[0]):  # inside a model, or mixed precision
+        dtype = None
+    check_shape(tensors[0], channels, dtype=dtype)
+    if layout is not None:
+        if layout.num_elements != tensors[0].size(0):
+            raise ValueError(f"'layout' describes {layout.num_elements} elements but "
+                             f"'x' has {tensors[0].size(0)}")
+        return layout
+    num_elements = tensors[0].size(0)
+    num_sets, counts = count_sets(batch, num_elements, dim_size, finite=tensors)
+    if batch is None:
+        batch = torch.zeros(num_elements, dtype=torch.long, device=tensors[0].device)
+    return SetLayout(batch.long(), num_sets, counts)
+
+
+def resolve_input(x: Tensor, batch: Tensor | None, dim_size: int | None, channels: int,
+                  *, mask: Tensor | None = None, layout=None,
+                  dtype: torch.dtype | None = None):
+    r"""A model's input: a ragged batch (:func:`resolve_layout`, one device
+    read) or, with :obj:`mask`, a padded one (the static-shape path of
+    :func:`~mzlayers.static.bucket_batch`), or a ragged batch with its
+    :obj:`layout` made where the batch was built
+    (:meth:`~mzlayers.layout.SetLayout.from_sizes`).  The last two are
+    checked on the host only, shapes and dtypes: no device read, so a CUDA
+    step never waits and :func:`torch.compile` traces it without a graph
+    break.  Returns :obj:`x` as flat rows and its
+    :class:`~mzlayers.layout.SetLayout`.
+
+    Args:
+        x (torch.Tensor): :obj:`[N, channels]`, or :obj:`[B, n, channels]`
+            with :obj:`mask` (returned as :obj:`[B * n, channels]`).
+        batch (torch.Tensor, optional): Set index :obj:`[N]`; must be
+            :obj:`None` with :obj:`mask`.
+        dim_size (int, optional): The number of sets; :obj:`None` or
+            :obj:`B` with :obj:`mask`.
+        channels (int): The expected feature size.
+        mask (torch.Tensor, optional): Boolean :obj:`[B, n]`, :obj:`True` =
+            real element. (default: :obj:`None`)
+        layout (SetLayout, optional): The layout of :obj:`batch`, computed
+            where the batch was made; :obj:`batch` must be its
+            :obj:`batch` or :obj:`None`, :obj:`dim_size` its number of sets
+            or :obj:`None`.
+        dtype (torch.dtype, optional): The model's parameter dtype.
+    """
+    if layout is not None:
+        return x, _given_layout(x, batch, dim_size, channels, mask, layout, dtype)
+    if mask is None:
+        return x, resolve_layout(x, batch, dim_size, channels, dtype=dtype)
+    if batch is not None:
+        raise ValueError("'batch' must be None when 'mask' is given (a padded batch "
+                         "x [B, n, F] holds set b in x[b])")
+    if not torch.is_tensor(x) or x.dim() != 3:
+        shape = tuple(x.shape) if torch.is_tensor(x) else type(x).__name__
+        raise ValueError(f"'x' must be a padded batch [B, n, {channels}] when 'mask' is "
+                         f"given (got {shape})")
+    if not torch.is_tensor(mask) or mask.dtype != torch.bool or mask.shape != x.shape[:2]:
+        shape = tuple(mask.shape) if torch.is_tensor(mask) else type(mask).__name__
+        raise ValueError(f"'mask' must be a boolean tensor of shape {tuple(x.shape[:2])} "
+                         f"(got {shape})")
+    if dim_size is not None and dim_size != x.size(0):
+        raise ValueError(f"'dim_size' ({dim_size}) must be None or the number of padded "
+                         f"sets ({x.size(0)})")
+    flat = x.reshape(-1, x.size(-1))
+    check_shape(flat, channels, dtype=None if in_autocast(flat) else dtype)
+    return flat, SetLayout.padded(mask)
+
+
+def _given_layout(x: Tensor, batch: Tensor | None, dim_size: int | None, channels: int,
+                  mask: Tensor | None, layout, dtype: torch.dtype | None):
+    r"""Checks a model input that comes with its :obj:`layout` (host only)."""
+    if mask is not None:
+        raise ValueError("'layout' describes a ragged batch; pass 'mask' or 'layout', "
+                         "not both")
+    if batch is not None and batch is not layout.batch and batch.shape != layout.batch.shape:
+        raise ValueError(f"'batch' has {batch.numel()} entries but 'layout' describes "
+                         f"{layout.num_elements} elements")
+    if dim_size is not None and dim_size != layout.num_sets:
+        raise ValueError(f"'dim_size' ({dim_size}) differs from the number of sets of "
+                         f"'layout' ({layout.num_sets})")
+    check_shape(x, channels, dtype=None if in_autocast(x) else dtype)
+    if layout.num_elements != x.size(0):
+        raise ValueError(f"'layout' describes {layout.num_elements} elements but "
+                         f"'x' has {x.size(0)}")
+    return layout

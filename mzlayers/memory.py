@@ -25,13 +25,10 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from mzlayers.attention import (
-    AUTO_MAX_PADDING,
-    SEGMENT_FUSED_MIN_PAIRS,
-    auto_segment,
-)
+from mzlayers.attention import AUTO_MAX_PADDING, SEGMENT_FUSED_MIN_PAIRS
 from mzlayers.kernels import sdpa as sdpa_module
 from mzlayers.kernels.dense import size_groups
+from mzlayers.kernels.policy import auto_kernel
 from mzlayers.kernels.segment import segment_runs
 from mzlayers.layout import SetLayout
 
@@ -117,8 +114,8 @@ def attention_bytes(call: Attention, *, heads: int, key_channels: int, value_cha
     :obj:`heads` heads of :obj:`key_channels` :math:`d_k` and
     :obj:`value_channels` :math:`d_v`, recorded by autograd if :obj:`grad`."""
     keys, queries = call.keys, call.queries
-    segment = keys.mask is None and (backend == 'segment' or (backend == 'auto' and auto_segment(
-        device_type, keys, queries)))
+    kernel = auto_kernel(device_type, keys, queries) if backend == 'auto' else backend
+    kernel = 'dense' if keys.mask is not None else kernel
     H, chunked = heads, value_channels != key_channels
     query_counts = [call.learned] * keys.num_sets if queries is None else queries.counts
 
@@ -128,7 +125,10 @@ def attention_bytes(call: Attention, *, heads: int, key_channels: int, value_cha
             return total
         return min(total, max(sdpa_module.MAX_SCORE_ELEMENTS, sets * H * width_k))
 
-    if segment:
+    if kernel == 'varlen':  # every set's scores at once (the math kernel's, on CPU)
+        return SCORE_TENSORS[grad] * H * sum(
+            q * k for q, k in zip(query_counts, keys.counts, strict=True)) * element_size
+    if kernel == 'segment':
         plan = segment_runs(keys, queries, SEGMENT_FUSED_MIN_PAIRS, call.learned)
         scores = [at_once(1, query_counts[run.start], keys.counts[run.start]) if run.fused
                   else H * sum(q * k for q, k in zip(query_counts[run.start:run.stop],
@@ -136,7 +136,7 @@ def attention_bytes(call: Attention, *, heads: int, key_channels: int, value_cha
                                                        strict=True))
                   for run in plan.runs]
         return SCORE_TENSORS[grad] * max(scores, default=0) * element_size
-    padding = None if backend == 'dense' or keys.mask is not None else AUTO_MAX_PADDING
+    padding = AUTO_MAX_PADDING if kernel == 'buckets' else None
     peak = 0
     for group in size_groups(keys.counts, list(range(keys.num_sets)), padding):
         S = len(group)

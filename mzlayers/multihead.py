@@ -34,8 +34,8 @@ class MultiheadSetAttention(torch.nn.Module):
         heads (int, optional): Number of heads :math:`H`. (default: :obj:`1`)
         dropout (float, optional): Dropout on attention weights.
             (default: :obj:`0.`)
-        backend (str, optional): ``'auto'``, ``'segment'`` or ``'dense'``
-            (see :mod:`mzlayers.attention`). (default: :obj:`'auto'`)
+        backend (str, optional): ``'auto'``, ``'segment'``, ``'dense'`` or
+            ``'varlen'`` (see :mod:`mzlayers.attention`). (default: :obj:`'auto'`)
 
     Shapes:
         - **input:** queries :obj:`[N_q, d]` (or :obj:`[M, d]` learned

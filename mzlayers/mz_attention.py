@@ -140,7 +140,8 @@ class MZMultiheadAttention(MultiheadSetAttention):
             gamma = gamma.repeat_interleave(x.center.size(0), dim=0)
         else:
             gamma = gamma[query_layout.batch]
-        center = torch.einsum('hmc,nhc->nhm', self.matrix_center, agg[:, :, 0])
+        center = torch.bmm(agg[:, :, 0].transpose(0, 1),  # M_c c, one bmm over heads
+                           self.matrix_center.transpose(1, 2)).transpose(0, 1)  # [N_q, H, C]
         generators = budgeted_generators(agg, gamma, self.matrix_center,
                                          self.matrix_generators, self.mix,
                                          self.lin_o.weight)  # [N_q, n_g, d]

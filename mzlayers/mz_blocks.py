@@ -13,9 +13,9 @@ from mzlayers.blocks import attention_repr, broadcast_queries
 from mzlayers.checkpoint import check_rows, checkpoint_sets
 from mzlayers.feedforward import FeedForward
 from mzlayers.generator_path import centred, generator_tail
-from mzlayers.layout import SetLayout
+from mzlayers.layout import SetLayout, resolve_layout
 from mzlayers.mz_attention import MZMultiheadAttention
-from mzlayers.validate import parameter_dtype, resolve_layout
+from mzlayers.validate import parameter_dtype
 from mzlayers.zonotope import Zonotope
 
 ZonotopeLike = Zonotope | Tensor

@@ -8,11 +8,12 @@ from torch.nn import ModuleList
 from torch_geometric.nn import MLP
 
 from mzlayers.embedding import ZonotopeEmbedding
-from mzlayers.layout import SetLayout
+from mzlayers.layout import SetLayout, resolve_input
 from mzlayers.mz_attention import MZMultiheadAttention
 from mzlayers.mz_blocks import MZISAB, MZPMA, MZSAB
 from mzlayers.size_feature import append_size_feature, size_feature_channels
-from mzlayers.validate import check_choice, parameter_dtype, resolve_input
+from mzlayers.static import padded_for
+from mzlayers.validate import check_choice, parameter_dtype
 from mzlayers.zonotope import Zonotope
 
 READOUTS = ('ihw', 'signed')
@@ -150,7 +151,9 @@ class MZSetTransformer(torch.nn.Module):
         dropout (float, optional): Dropout. (default: :obj:`0.1`)
         summary (str, optional): Gate statistic ``'mean'``, ``'moment'`` or
             ``'attention'``. (default: :obj:`'mean'`)
-        backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        backend (str, optional): Attention kernel; with ``'dense'`` a
+            ragged batch is padded once, at the entry, for every block
+            (:func:`~mzlayers.static.padded_for`). (default: :obj:`'auto'`)
         checkpoint_rows (int, optional): Recompute the row-wise part of every
             MZ block in backward, in chunks of this many rows, instead of
             storing it (see :class:`~mzlayers.mz_blocks.MZMAB`).
@@ -207,6 +210,7 @@ class MZSetTransformer(torch.nn.Module):
         self.num_generators = num_generators
         self.num_matrix_generators = num_matrix_generators
         self.readout = readout
+        self.backend = backend
         self.encoder = MZSetTransformerEncoder(
             in_channels, channels=channels, heads=heads, num_generators=num_generators,
             num_matrix_generators=num_matrix_generators, ff_channels=ff_channels,
@@ -228,6 +232,7 @@ class MZSetTransformer(torch.nn.Module):
                 layout: SetLayout | None = None) -> tuple[Tensor, Tensor]:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
                                   layout=layout, dtype=parameter_dtype(self))
+        x, layout = padded_for(self.backend, x, layout)  # one bucket: 'dense'
         z = self.encoder(x, layout)
         B = layout.num_sets
         width = self.encoder.num_seed_points * self.channels  # [B * k, d] -> [B, k * d]

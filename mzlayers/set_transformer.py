@@ -5,10 +5,11 @@ from torch import Tensor
 from torch.nn import Linear, ModuleList
 
 from mzlayers.blocks import ISAB, AttentionFactory
-from mzlayers.layout import SetLayout
+from mzlayers.layout import SetLayout, resolve_input
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.pooling_head import PoolingHead
-from mzlayers.validate import parameter_dtype, resolve_input
+from mzlayers.static import padded_for
+from mzlayers.validate import parameter_dtype
 
 
 class SetTransformer(torch.nn.Module):
@@ -42,7 +43,9 @@ class SetTransformer(torch.nn.Module):
         layer_norm (bool, optional): Layer norms in the blocks.
             (default: :obj:`True`)
         dropout (float, optional): Dropout. (default: :obj:`0.1`)
-        backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        backend (str, optional): Attention kernel; with ``'dense'`` a
+            ragged batch is padded once, at the entry, for every block
+            (:func:`~mzlayers.static.padded_for`). (default: :obj:`'auto'`)
         attention (callable, optional): Builds the attention of every MAB
             (see :class:`~mzlayers.MAB`), e.g.
             :class:`~mzattn.baselines.LinearSetAttention` for LA-ST.
@@ -95,6 +98,7 @@ class SetTransformer(torch.nn.Module):
         self.out_channels = out_channels
         self.channels = channels
         self.pooling = pooling
+        self.backend = backend
         args = dict(heads=heads, ff_channels=ff_channels, layer_norm=layer_norm,
                     dropout=dropout, backend=backend)
         encoder_attention = attention if encoder_attention is None else encoder_attention
@@ -119,6 +123,7 @@ class SetTransformer(torch.nn.Module):
                 layout: SetLayout | None = None) -> Tensor:
         x, layout = resolve_input(x, batch, dim_size, self.in_channels, mask=mask,
                                   layout=layout, dtype=parameter_dtype(self))
+        x, layout = padded_for(self.backend, x, layout)  # one bucket: 'dense'
         h = self.lin_in(x)
         for encoder in self.encoders:
             h = encoder(h, layout=layout)

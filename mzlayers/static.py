@@ -6,7 +6,7 @@ dynamic shapes, and a CUDA graph cannot be replayed.  :func:`bucket_batch`
 pads each set to :math:`n_b`, the next power of two of the largest set (or
 :obj:`min_size`), and returns :obj:`(x [B, n_b, F], mask [B, n_b])`; a model
 called with :obj:`mask=` builds a padded :class:`~mzlayers.layout.SetLayout`
-from the shapes alone (:func:`~mzlayers.validate.resolve_input`), reads
+from the shapes alone (:func:`~mzlayers.layout.resolve_input`), reads
 nothing from the device, skips the padding in its set sums and means and
 runs the dense attention kernel with the mask, so
 :obj:`torch.compile(model, fullgraph=True)` traces one graph per bucket
@@ -42,6 +42,7 @@ that order.
 import torch
 from torch import Tensor
 
+from mzlayers.layout import SetLayout
 from mzlayers.validate import count_sets
 
 
@@ -77,13 +78,46 @@ def bucket_batch(x: Tensor, batch: Tensor | None = None, dim_size: int | None = 
         raise ValueError(f"'x' must be a two-dimensional floating-point tensor [N, F] "
                          f"(got {shape})")
     num_sets, counts = count_sets(batch, x.size(0), dim_size, finite=(x,))
-    width = bucket_size(max(counts, default=0), min_size)
     if batch is None:
         batch = torch.zeros(x.size(0), dtype=torch.long, device=x.device)
-    count = torch.tensor(counts, dtype=torch.long, device=x.device)
-    start = (count.cumsum(0) - count)[batch]  # first row of each element's set
-    slot = batch * width + torch.arange(x.size(0), device=x.device) - start
-    out = x.new_zeros(num_sets * width, x.size(-1)).index_copy(0, slot, x)
-    mask = torch.zeros(num_sets * width, dtype=torch.bool, device=x.device)
-    mask[slot] = True
-    return out.view(num_sets, width, -1), mask.view(num_sets, width)
+    layout = SetLayout(batch.long(), num_sets, counts)
+    return pad_sets(x, layout, bucket_size(max(counts, default=0), min_size))
+
+
+def pad_sets(x: Tensor, layout: SetLayout, width: int | None = None
+             ) -> tuple[Tensor, Tensor]:
+    r"""Pads the rows :obj:`x` :obj:`[N, F]` of the ragged sets of
+    :obj:`layout` to :obj:`[B, width, F]` with zeros, and returns the mask
+    :obj:`[B, width]` (:obj:`True` = real element), from the layout's host
+    sizes: no device read, no tensor made from host data.
+
+    Args:
+        width (int, optional): The padded set size, at least the largest
+            set (:obj:`None`: the largest set, at least 1).
+    """
+    largest = max(layout.counts, default=0)
+    width = max(1, largest) if width is None else width
+    if width < largest:
+        raise ValueError(f"'width' ({width}) must be at least the largest set ({largest})")
+    slot = layout.batch * width + layout.positions  # [N] flat position in [B * width]
+    out = x.new_zeros(layout.num_sets * width, x.size(-1)).index_copy(0, slot, x)
+    mask = torch.zeros(layout.num_sets * width, dtype=torch.bool, device=x.device)
+    mask = mask.index_fill(0, slot, True)
+    return out.view(layout.num_sets, width, -1), mask.view(layout.num_sets, width)
+
+
+def padded_for(backend: str, x: Tensor, layout: SetLayout) -> tuple[Tensor, SetLayout]:
+    r"""One padded bucket for a whole model: with the ``'dense'`` backend, a
+    ragged batch :obj:`(x [N, F], layout)` is padded once, where it enters
+    the model (:func:`pad_sets`), and every block then runs on the padded
+    rows :obj:`[B * n, F]` with a padded :class:`SetLayout`: each attention
+    call is a view of its input and one masked SDPA, with no index or mask
+    made per call.  Row-wise maps compute the padding rows too (the padding
+    ratio in work, cheap on a GPU at low padding); the keys mask them out
+    and the set statistics skip them, so the outputs are those of the
+    ragged path up to rounding.  Other backends, and padded layouts, are
+    returned as they are."""
+    if backend != 'dense' or layout.mask is not None:
+        return x, layout
+    x_pad, mask = pad_sets(x, layout)
+    return x_pad.view(-1, x.size(-1)), SetLayout.padded(mask)

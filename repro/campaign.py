@@ -4,10 +4,10 @@ over many sessions (:obj:`mzattn-repro campaign NAME`).
 A campaign is resumable by construction: finished cells are skipped, a
 killed cell resumes from its :obj:`last.ckpt`, and each cell runs under its
 own lock, so separate invocations share the list without running a cell
-twice. Its cells are dispatched like a table's (:mod:`.launch`: in process,
+twice. Its cells are dispatched like a table's (:mod:`.engine.launch`: in process,
 :obj:`--jobs N` worker processes, or :obj:`--launcher slurm`), and after
 every cell the table's report is rebuilt; with :obj:`--commit` the cell is
-also committed to git (:mod:`.commit`). :obj:`--status` prints the plan
+also committed to git (:mod:`.engine.commit`). :obj:`--status` prints the plan
 and its progress.
 """
 import argparse
@@ -17,7 +17,22 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .cells import (
+from .core.faults import RunStopped
+from .core.registry import load_spec
+from .engine.commit import ResultsRepository
+from .engine.launch import CellRun, launch
+from .engine.options import (
+    LaunchOptions,
+    add_batching_argument,
+    add_launch_arguments,
+    launch_options_from_args,
+    parse_seeds,
+)
+from .engine.runner import exit_status, grid
+from .engine.runs import say
+from .tables.egnn_comparison import FRAME_DEPENDENT, INVARIANT
+from .tables.table01_depth_separation import KNOBS as TABLE1_KNOBS
+from .training.cells import (
     Cell,
     RunOptions,
     cell_config,
@@ -26,21 +41,7 @@ from .cells import (
     log_path,
     peek_record,
 )
-from .commit import ResultsRepository
-from .egnn_comparison import FRAME_DEPENDENT, INVARIANT
-from .faults import RunStopped
-from .launch import CellRun, launch, say
-from .options import (
-    LaunchOptions,
-    add_batching_argument,
-    add_launch_arguments,
-    launch_options_from_args,
-    parse_seeds,
-)
-from .runner import exit_status, grid
-from .table01_depth_separation import KNOBS as TABLE1_KNOBS
-from .tables import load_spec
-from .twins import find_twin, run_of
+from .training.twins import find_twin, run_of
 
 
 @dataclass(frozen=True)
@@ -173,10 +174,10 @@ def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
     the campaign's order (what decides the most per CPU hour first), not
     the costliest first. With :obj:`commit`, every finished cell is
     committed to the git repository that holds :obj:`out` as it finishes
-    (:mod:`.commit`), the ones an earlier run left uncommitted first, and
+    (:mod:`.engine.commit`), the ones an earlier run left uncommitted first, and
     with them README :obj:`readme`'s rebuilt verdict table. Returns how
     each cell ended, by :obj:`{table}/{cell_id}`
-    (:class:`~mzattn.repro.launch.CellRun`)."""
+    (:class:`~mzattn.repro.engine.launch.CellRun`)."""
     after_cell = _committer(name, ResultsRepository(out, readme)) if commit else None
     return launch(campaign_cells(name, seeds, profile, batching), profile, out, options,
                   launch_options, report_each_cell=True, keep_order=True, after_cell=after_cell)
@@ -243,10 +244,10 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
     r"""One Markdown table row per cell of the campaign: state, epochs,
     epoch time and the time left at the epoch cap (an upper bound): from
     the cell's last epochs once it has some, else estimated by timing one
-    training step (:func:`~mzattn.repro.launch.CellRun.cost`, marked
+    training step (:func:`~mzattn.repro.engine.launch.CellRun.cost`, marked
     :obj:`≈`). A cell with the run of a cell above it in another table
-    (:mod:`~mzattn.repro.twins`) costs nothing: it takes that cell's record."""
-    from .convergence import convergence
+    (:mod:`~mzattn.repro.training.twins`) costs nothing: it takes that cell's record."""
+    from .report.convergence import convergence
     lines = ["| table | cell | state | epochs | s/epoch | left at cap (h) | convergence |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     total_left = estimated = 0.0

@@ -21,9 +21,9 @@ import sys
 from mzattn.extras import missing_extra_hint
 from mzattn.names import did_you_mean
 
-from .options import OUT, table_parser
-from .quiet import quiet_libraries
-from .tables import TABLE_MODULES, list_tables, load_spec, table_title
+from .core.quiet import quiet_libraries
+from .core.registry import TABLE_MODULES, list_tables, load_spec, table_title
+from .engine.options import OUT, table_parser
 
 COMMANDS = {  # command -> its line in --help
     "list": "list the tables that have a script, with their titles",
@@ -43,12 +43,12 @@ COMMANDS = {  # command -> its line in --help
                 "(no training)",
 }
 _DELEGATED = {  # command -> (module, function taking the remaining argv)
-    "docker": ("mzattn.repro.docker_driver", "cli"),
-    "env": ("mzattn.repro.envinfo", "cli"),
+    "docker": ("mzattn.repro.docker.docker_driver", "cli"),
+    "env": ("mzattn.repro.core.envinfo", "cli"),
     "bench": ("mzattn.bench.cli", "cli"),
     "table30": ("mzattn.bench.cli", "table30_cli"),
     "analysis": ("mzattn.repro.analysis", "cli"),
-    "datagen": ("mzattn.repro.datagen", "cli"),
+    "datagen": ("mzattn.repro.engine.datagen", "cli"),
     "campaign": ("mzattn.repro.campaign", "cli"),
     "readings": ("mzattn.repro.analysis.readings", "cli"),
 }
@@ -81,8 +81,14 @@ def _models(argv: list[str]) -> int:
 
 
 def _report(argv: list[str]) -> int:
-    from .report import write_report
-    from .summary import folder_summaries, readme_folders, specs_in, update_readme, write_summary
+    from .report.report import write_report
+    from .report.summary import (
+        folder_summaries,
+        readme_folders,
+        specs_in,
+        update_readme,
+        write_summary,
+    )
     parser = argparse.ArgumentParser(prog="mzattn-repro report",
                                      description="rebuild every report from the cell JSONs")
     parser.add_argument("--out", action="append", default=None,
@@ -195,6 +201,6 @@ def _dispatch(command: str, rest: list[str]) -> int:
         prog = f"mzattn-repro {command}"
         if "-h" in rest or "--help" in rest:  # without importing the table (torch, Lightning)
             return _table_help(prog, command)
-        from .runner import main as run
+        from .engine.runner import main as run
         return run(load_spec(command), rest, prog=prog)
     return _unknown(command)

@@ -10,16 +10,16 @@ shows collapsing) and MZAttn-Full, 500/125/250 sets, at most 10 epochs, seed
 0, one torch thread (two threads on a busy 2-core machine spend their time
 waiting for each other). It trains for real and its verdict comes from its own
 run; at this size the verdict is at most "inconclusive" (a reduced profile
-decides nothing, :mod:`~mzattn.repro.verdicts`)."""
+decides nothing, :mod:`~mzattn.repro.report.verdicts`)."""
 import argparse
 import dataclasses
 import glob
 import os.path as osp
 
-from .claims import compare, verdict
-from .options import add_run_arguments
-from .runner import run_from_args
-from .spec import QUICK, Claim, TableSpec
+from .core.spec import QUICK, Claim, TableSpec
+from .engine.options import add_run_arguments
+from .engine.runner import run_from_args
+from .report.claims import compare, verdict
 
 ROWS = ("Standard", "MZAttn-Full")
 COLUMN = "d=8"
@@ -44,7 +44,7 @@ CLAIM = Claim("At d=8 the parameter-matched PMA baseline (Standard) stays near R
 def demo_spec() -> TableSpec:
     r"""Table 3 restricted to the demo's rows, column and claim, with the
     :obj:`demo` profile first (the least complete)."""
-    from .table03_meb import SPEC
+    from .tables.table03_meb import SPEC
     rows = tuple(row for row in SPEC.rows if row.label in ROWS)
     title = (f"demo: MEB radius prediction (R², {COLUMN}), {' vs. '.join(ROWS)}; Table 3, "
              "Figure 1 right")

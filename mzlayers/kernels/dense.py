@@ -5,7 +5,7 @@ largest set and attended by one masked
 bucket this is exactly :func:`torch_geometric.utils.to_dense_batch`
 padding; with several, a skewed batch is padded at most :obj:`max_padding`
 times per bucket instead of to the global maximum."""
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -26,8 +26,8 @@ class Bucket:
             padded :obj:`[S * key_width]` buffer (:obj:`None` when the bucket
             holds all sets in order, all of size :obj:`key_width`: no padding).
         key_width (int): Padded number of keys per set.
-        key_mask (torch.Tensor): :obj:`[S, key_width]`, :obj:`True` = real.
-        masked (bool): Whether :obj:`key_mask` has padding to mask.
+        key_mask (torch.Tensor, optional): :obj:`[S, key_width]`, :obj:`True`
+            = real (:obj:`None` when there is no padding to mask).
         query_index, query_pos, query_width: The same for queries that are
             elements of a set (unused for learned queries).
     """
@@ -35,11 +35,20 @@ class Bucket:
     key_index: Tensor | None
     key_pos: Tensor | None
     key_width: int
-    key_mask: Tensor
-    masked: bool = False
+    key_mask: Tensor | None
     query_index: Tensor | None = None
     query_pos: Tensor | None = None
     query_width: int = 0
+    _biases: dict = field(default_factory=dict, repr=False)
+
+    def bias(self, dtype: torch.dtype) -> Tensor | None:
+        r"""The additive SDPA mask of :obj:`key_mask` in :obj:`dtype`, made
+        once (every block of a model shares it)."""
+        if self.key_mask is None:
+            return None
+        if dtype not in self._biases:
+            self._biases[dtype] = attention_bias(self.key_mask, dtype)
+        return self._biases[dtype]
 
 
 def plan(layout: SetLayout, queries: SetLayout | None, max_padding: float | None,
@@ -86,11 +95,15 @@ def _bucket(layout: SetLayout, ids: list[int], set_ids: Tensor, queries,
     key_index, key_pos, key_width = _padding_index(layout, set_ids, ids, single)
     if layout.mask is not None:  # a padded layout: one bucket, all sets n wide
         mask = layout.mask
-    else:
+    elif key_pos is not None:
         mask = torch.zeros(len(ids) * key_width, dtype=torch.bool, device=layout.device)
-        mask[slice(None) if key_pos is None else key_pos] = True
-    bucket = Bucket(set_ids, key_index, key_pos, key_width, mask.view(len(ids), key_width),
-                    masked=key_pos is not None or layout.mask is not None)
+        mask = mask.index_fill(0, key_pos, True)
+    else:  # every set full: nothing to mask
+        mask = None
+    # the whole batch's buckets share their masks: made once per key layout
+    biases = layout.cached(('biases',), dict) if single else {}
+    bucket = Bucket(set_ids, key_index, key_pos, key_width,
+                    None if mask is None else mask.view(len(ids), key_width), _biases=biases)
     if queries is not None:
         bucket.query_index, bucket.query_pos, bucket.query_width = \
             _padding_index(queries, set_ids, ids, single)
@@ -121,7 +134,11 @@ def _padding_index(layout: SetLayout, set_ids: Tensor, ids: list[int], single: b
     r"""Element indices of :obj:`set_ids` (:obj:`None` when the bucket is
     the whole batch in order) and their flat positions in a
     :obj:`[len(set_ids), width]` buffer (:obj:`None` when every set of the
-    bucket has :obj:`width` elements: no padding)."""
+    bucket has :obj:`width` elements: no padding).  For the whole batch in
+    one bucket the positions are made once per layout, for keys and queries
+    alike, and not at all when every set has the same size."""
+    if single:
+        return layout.cached(('padding_index',), lambda: _whole_batch_index(layout))
     counts = layout.count_tensor[set_ids]
     width = max(1, max(layout.counts[i] for i in ids) if ids else 1)
     total = sum(layout.counts[i] for i in ids)  # host sizes: no device sync below
@@ -129,10 +146,20 @@ def _padding_index(layout: SetLayout, set_ids: Tensor, ids: list[int], single: b
         counts, output_size=total)
     starts = (counts.cumsum(0) - counts).repeat_interleave(counts, output_size=total)
     offset = torch.arange(local.numel(), device=layout.device) - starts
-    index = None if single else layout.ptr[set_ids][local] + offset
+    index = layout.ptr[set_ids][local] + offset
     if local.numel() == len(set_ids) * width:  # every set full: no padding
         return index, None, width
     return index, local * width + offset, width
+
+
+def _whole_batch_index(layout: SetLayout) -> tuple[None, Tensor | None, int]:
+    r""":func:`_padding_index` of all sets in order: no element index, and
+    the flat positions :obj:`batch * width + position` (:obj:`None` when
+    every set has :obj:`width` elements)."""
+    width = max(1, max(layout.counts, default=1))
+    if layout.equal_sizes and layout.num_elements == layout.num_sets * width:
+        return None, None, width
+    return None, layout.batch * width + layout.positions, width
 
 
 def _to_padded(x: Tensor, index: Tensor | None, pos: Tensor | None, sets: int,
@@ -155,19 +182,26 @@ def dense_attention(q: Tensor, k: Tensor, v: Tensor, key_layout: SetLayout,
     shared = query_layout is None
     buckets = plan(key_layout, query_layout, max_padding, alone_min_pairs,
                    q.size(0) if shared else 1)
-    parts = [_dense_bucket(q, k, v, b, shared, dropout) for b in buckets]
-    if len(parts) == 1 and (shared or parts[0][1] is None):  # every row, in order
-        return parts[0][0]
+    if len(buckets) == 1 and buckets[0].key_index is None:  # every row, in order
+        return _dense_bucket(q, k, v, buckets[0], shared, dropout)
+    parts = [(_dense_bucket(q, k, v, b, shared, dropout), _output_index(q, b, shared))
+             for b in buckets]
     num_rows = key_layout.num_sets * q.size(0) if shared else q.size(0)
     out = v.new_zeros(num_rows, v.size(1), v.size(2))  # one scatter for all buckets
     return out.index_copy(0, torch.cat([index for _, index in parts]),
                           torch.cat([rows for rows, _ in parts]))
 
 
-def _dense_bucket(q, k, v, b: Bucket, shared: bool, dropout: float
-                  ) -> tuple[Tensor, Tensor | None]:
-    r"""The output rows of bucket :obj:`b` and their row index in the output
-    (:obj:`None`: every row in order)."""
+def _output_index(q: Tensor, b: Bucket, shared: bool) -> Tensor:
+    r"""The rows of the output that bucket :obj:`b` computes."""
+    if shared:  # learned queries: rows set-major
+        return (b.set_ids[:, None] * q.size(0) +
+                torch.arange(q.size(0), device=q.device)).view(-1)
+    return b.query_index
+
+
+def _dense_bucket(q, k, v, b: Bucket, shared: bool, dropout: float) -> Tensor:
+    r"""The output rows of bucket :obj:`b` (in :func:`_output_index`'s order)."""
     S = b.set_ids.numel()
     keys = _to_padded(k, b.key_index, b.key_pos, S, b.key_width)
     values = _to_padded(v, b.key_index, b.key_pos, S, b.key_width)
@@ -175,11 +209,7 @@ def _dense_bucket(q, k, v, b: Bucket, shared: bool, dropout: float
         queries = q.transpose(0, 1).unsqueeze(0).expand(S, -1, -1, -1).contiguous()
     else:
         queries = _to_padded(q, b.query_index, b.query_pos, S, b.query_width)
-    mask = attention_bias(b.key_mask, q.dtype) if b.masked else None
-    res = sdpa(queries, keys, values, attn_mask=mask, dropout_p=dropout)  # [S, H, L, d_v]
+    res = sdpa(queries, keys, values, attn_mask=b.bias(q.dtype),
+               dropout_p=dropout)  # [S, H, L, d_v]
     rows = res.transpose(1, 2).reshape(-1, *res.shape[1:2], res.size(-1))  # [S width_q, H, d_v]
-    if shared:
-        index = (b.set_ids[:, None] * q.size(0) +
-                 torch.arange(q.size(0), device=q.device)).view(-1)
-        return rows, index
-    return (rows if b.query_pos is None else rows[b.query_pos]), b.query_index
+    return rows if shared or b.query_pos is None else rows[b.query_pos]

@@ -4,8 +4,8 @@ trained on and the target normalisation, so that any analysis can rebuild
 the model and its data from the path alone.
 
 A checkpoint is written by :func:`train_checkpoint` (the harness's
-:class:`~mzattn.repro.lightning_module.SetModule` and
-:class:`~mzattn.repro.datamodule.SetDataModule`, App. A.1 optimisation,
+:class:`~mzattn.repro.training.lightning_module.SetModule` and
+:class:`~mzattn.repro.training.datamodule.SetDataModule`, App. A.1 optimisation,
 model selected on the validation loss) or :func:`save_checkpoint`, and read
 by :func:`load_checkpoint`. A harness cell trained with
 :obj:`--keep-checkpoints` is read with :func:`load_cell_checkpoint`.
@@ -20,14 +20,13 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
-
-from ..cells import GRADIENT_CLIP
-from ..checkpoints import safe_load
-from ..datamodule import SetDataModule
-from ..faults import atomic_write
-from ..lightning_module import SetModule, output_channels
-from ..spec import Profile
-from ..twins import batching_of
+from mzattn.repro.core.faults import atomic_write
+from mzattn.repro.core.spec import Profile
+from mzattn.repro.training.cells import GRADIENT_CLIP
+from mzattn.repro.training.checkpoints import safe_load
+from mzattn.repro.training.datamodule import SetDataModule
+from mzattn.repro.training.lightning_module import SetModule, output_channels
+from mzattn.repro.training.twins import batching_of
 
 FORMAT = "mzattn-analysis-checkpoint-1"
 
@@ -107,7 +106,7 @@ def load_cell_checkpoint(record: str, checkpoint: str, root: str | None = None,
                          ) -> tuple[torch.nn.Module, CheckpointInfo]:
     r"""The model of a harness cell: its JSON :obj:`record` (for the model
     and task configuration) and a Lightning :obj:`checkpoint` of its
-    :class:`~mzattn.repro.lightning_module.SetModule` (kept with
+    :class:`~mzattn.repro.training.lightning_module.SetModule` (kept with
     :obj:`--keep-checkpoints`); :obj:`root` is the dataset cache."""
     with open(record) as f:
         config = json.load(f)["config"]

@@ -21,11 +21,11 @@ import os.path as osp
 import sys
 
 import torch
+from mzattn.repro.core.faults import RunStopped
+from mzattn.repro.core.spec import PROFILES
+from mzattn.repro.engine.options import add_launch_arguments, launch_options_from_args
+from mzattn.repro.training.cells import write_json_atomic
 
-from ..cells import write_json_atomic
-from ..faults import RunStopped
-from ..options import add_launch_arguments, launch_options_from_args
-from ..spec import PROFILES
 from .training import TrainingsFailed
 
 UNCERTAINTY_TABLES = ("table19", "table20", "table21")
@@ -181,7 +181,7 @@ def cli(argv: list[str] | None = None) -> int:
 
 
 def script_main(command: str) -> int:
-    r"""Entry point of the table scripts (:obj:`python repro/table19_ihw_bins.py
+    r"""Entry point of the table scripts (:obj:`python repro/tables/table19_ihw_bins.py
     --profile quick`)."""
     return cli([command, *sys.argv[1:]])
 

@@ -8,8 +8,8 @@ import os.path as osp
 from typing import Any
 
 import numpy as np
+from mzattn.repro.training.cells import write_json_atomic
 
-from ..cells import write_json_atomic
 from .calibration import error_bins
 from .checkpoint import load_checkpoint
 from .plots import reliability_plot

@@ -10,9 +10,11 @@ import os.path as osp
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cells import RunOptions, write_json_atomic
-from ..launch import CellName, LaunchOptions
-from ..spec import QUICK, SMOKE, Profile, full
+from mzattn.repro.core.spec import QUICK, SMOKE, Profile, full
+from mzattn.repro.engine.launch import LaunchOptions
+from mzattn.repro.engine.runs import CellName
+from mzattn.repro.training.cells import RunOptions, write_json_atomic
+
 from .checkpoint import load_checkpoint
 from .output import markdown_table, write_text
 from .plots import figure3, figure4

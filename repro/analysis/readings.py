@@ -17,10 +17,10 @@ depend on any model:
 
 Each reading's statistics are computed on a few thousand seeded sets of the
 reading's own generator and compared with the paper's under the tolerances
-of :obj:`readings.toml <DATA>`; a reading is *consistent* when every check of
-its group passes (:func:`consistent`). Readings and checks are data
-(:obj:`DATA`); the paper's numbers are read through
-:mod:`mzattn.repro.paper_values`. A reading is chosen by these statistics
+of :obj:`readings.toml <mzattn.repro.core.readings.DATA>`; a reading is
+*consistent* when every check of its group passes (:func:`consistent`). Readings and checks are data
+(:obj:`mzattn.repro.core.readings.DATA`); the paper's numbers are read through
+:mod:`mzattn.repro.report.paper_values`. A reading is chosen by these statistics
 alone, never by the verdict it gives (``docs/readings.md``).
 
 .. code-block:: text
@@ -28,124 +28,26 @@ alone, never by the verdict it gives (``docs/readings.md``).
     mzattn-repro readings [TASK ...] [--sets 2000] [--seed 0]
 """
 import argparse
-import os.path as osp
 import statistics
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import numpy as np
-import tomllib
+from mzattn.repro.core.readings import (
+    Check,
+    Reading,
+    ReadingsData,
+    Tolerance,
+    load_readings,
+)
 
 from mzattn.names import did_you_mean
 
-DATA = osp.join(osp.dirname(__file__), "readings.toml")
-r"""The readings, checks and tolerances."""
-
-STATISTICS = ("variance", "set-size-r2", "zero-r2")
 SIZE_DEGREE = 3
 r"""Degree of the polynomial in :math:`\log n` of :func:`set_size_r2`."""
-
-
-@dataclass(frozen=True)
-class Reading:
-    r"""One reading of a group: task :obj:`task` with :obj:`overrides`."""
-    group: str
-    name: str
-    task: str
-    text: str
-    overrides: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Check:
-    r"""One statistic of the paper's table :obj:`table` (its :obj:`rows`,
-    all when empty; its R² :obj:`columns`, or its (MSE, R²) column
-    :obj:`pairs`), compared on sets drawn with :obj:`overrides`."""
-    group: str
-    statistic: str
-    table: str
-    rows: tuple[str, ...] = ()
-    columns: tuple[str, ...] = ()
-    pairs: tuple[tuple[str, str], ...] = ()
-    overrides: dict[str, Any] = field(default_factory=dict)
-    sets: int | None = None
-
-    @property
-    def label(self) -> str:
-        where = ", ".join(self.columns or (pair[0].removesuffix(" MSE") for pair in self.pairs))
-        rows = f" [{', '.join(self.rows)}]" if self.rows else ""
-        return f"{self.statistic} · {self.table} {where}{rows}"
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    r"""The consistency rule's tolerances (:obj:`[tolerance]` of :obj:`DATA`)."""
-    variance_factor: float
-    r2: float
-    plateau_spread: float
-    negative_r2_factor: float
-
-
-@dataclass(frozen=True)
-class ReadingsData:
-    r"""Everything :obj:`DATA` holds."""
-    readings: tuple[Reading, ...]
-    checks: tuple[Check, ...]
-    tolerance: Tolerance
-
-    @property
-    def groups(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(reading.group for reading in self.readings))
-
-
-def load_readings(path: str = DATA) -> ReadingsData:
-    r"""Parses :obj:`path`; a malformed file, an entry with unknown or
-    missing fields, or a check of an unknown group or statistic raises a
-    :class:`ValueError` naming the file and the entry."""
-    with open(path, "rb") as f:
-        try:
-            data = tomllib.load(f)
-        except tomllib.TOMLDecodeError as error:
-            raise ValueError(f"{path}: not valid TOML: {error}") from None
-    readings = tuple(_entry(Reading, path, "reading", index, entry)
-                     for index, entry in enumerate(data.get("reading", [])))
-    groups = {reading.group for reading in readings}
-    checks = []
-    for index, entry in enumerate(data.get("check", [])):
-        fields = {key: tuple(map(_tuple, entry[key])) for key in ("rows", "columns", "pairs")
-                  if key in entry}
-        check = _entry(Check, path, "check", index, {**entry, **fields})
-        if check.group not in groups or check.statistic not in STATISTICS:
-            raise ValueError(f"{path}: check {index} ({entry}) names an unknown group or "
-                             f"statistic (groups: {sorted(groups)}; statistics: {STATISTICS})")
-        checks.append(check)
-    tolerance = _entry(Tolerance, path, "tolerance", 0, data.get("tolerance", {}))
-    return ReadingsData(readings, tuple(checks), tolerance)
-
-
-def _entry(cls: type, path: str, kind: str, index: int, entry: dict[str, Any]) -> Any:
-    try:
-        return cls(**entry)
-    except TypeError as error:  # an unknown or a missing field
-        raise ValueError(f"{path}: {kind} {index} ({entry}): {error}") from None
-
-
-def find_reading(group: str, name: str, path: str = DATA) -> Reading:
-    r"""The reading :obj:`name` of :obj:`group` in :obj:`path`."""
-    for reading in load_readings(path).readings:
-        if (reading.group, reading.name) == (group, name):
-            return reading
-    raise ValueError(f"{path}: no reading {name!r} of {group!r}")
-
-
-def _tuple(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
-
-
-# ------------------------------------------------------------ paper side
 
 
 def implied_variance(mse: float, r2: float) -> float:
@@ -160,7 +62,7 @@ def paper_numbers(check: Check) -> list[float]:
     r"""The paper's numbers behind :obj:`check`: one implied variance per
     row and (MSE, R²) pair that prints both, or the R² of every row and
     column."""
-    from ..paper_values import paper_table
+    from mzattn.repro.report.paper_values import paper_table
     table = paper_table(check.table)
     rows = [table.rows[row] for row in check.rows] if check.rows else list(table.rows.values())
     if check.statistic == "variance":

@@ -21,10 +21,9 @@ import argparse
 from collections.abc import Sequence
 
 import torch
+from mzattn.repro.engine.options import parse_names
 from torch_geometric.data import Data
 from torchmetrics.functional import r2_score
-
-from ..options import parse_names
 
 TASKS = ("set_max", "set_sum", "set_median", "set_range")
 r"""The reductions of Table 29 (and of Table 6's max column), at their defaults."""

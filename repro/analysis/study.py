@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from mzattn.repro.core.envinfo import environment_record
+from mzattn.repro.core.spec import QUICK, SMOKE, Profile, full
+from mzattn.repro.engine.launch import LaunchOptions
+from mzattn.repro.engine.runs import CellName
+from mzattn.repro.training.cells import RunOptions, write_json_atomic
 
-from ..cells import RunOptions, write_json_atomic
-from ..envinfo import environment_record
-from ..launch import CellName, LaunchOptions
-from ..spec import QUICK, SMOKE, Profile, full
 from .calibration import (
     StdMap,
     correlations,

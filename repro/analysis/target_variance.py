@@ -8,7 +8,7 @@ module sets it beside the variance of our test targets for the same task,
 as App. A.2's text reads, on the test split that a cell of seed
 :obj:`seed` is scored on. A task whose variance is off by more than
 :obj:`TOLERANCE` is not the one the paper's numbers come from: a claim that
-fails on it is inconclusive (:obj:`mzattn.repro.spec.TASK_READINGS`).
+fails on it is inconclusive (:obj:`mzattn.repro.core.spec.TASK_READINGS`).
 
 .. code-block:: text
 
@@ -31,7 +31,7 @@ test targets is known to a few percent."""
 def paper_variances(column: str) -> list[float]:
     r""":math:`\mathrm{MSE} / (1 - R^2)` of every row of the paper's Table 2
     that prints both for :obj:`column`."""
-    from ..paper_values import paper_table
+    from mzattn.repro.report.paper_values import paper_table
     rows = paper_table("table2").rows.values()
     return [row[f"{column} MSE"].mean / (1.0 - row[f"{column} R2"].mean) for row in rows
             if f"{column} MSE" in row and f"{column} R2" in row]
@@ -41,8 +41,7 @@ def our_variance(column: str, seed: int = 0, root: str | None = None) -> float:
     r"""Variance of our test targets of Table 2's :obj:`column` (its task and
     overrides at the paper's split sizes, the split of seed :obj:`seed`)."""
     from mzattn.datasets.synthetic import load_splits
-
-    from ..tables import load_spec
+    from mzattn.repro.core.registry import load_spec
     task = load_spec("table2").column(column)
     _, _, test = load_splits(task.task, seed=seed, root=root, log=False, **task.overrides)
     return float(torch.cat([data.y.reshape(-1) for data in test]).double().var())

@@ -15,9 +15,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from mzattn.repro.report.results import load_records
 from scipy import stats
-
-from ..results import load_records
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ reduction, and its robustness to random TDOF perturbations."""
 import os.path as osp
 
 import numpy as np
+from mzattn.repro.core.spec import Verdict
+from mzattn.repro.report.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
+from mzattn.repro.report.paper_values import paper_table
+from mzattn.repro.report.verdicts import decide_study
 
-from ..claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
-from ..paper_values import paper_table
-from ..spec import Verdict
-from ..verdicts import decide_study
 from .output import markdown_table, write_text
 from .plots import figure2_right
 from .tdof import SCHEMES, gains, perturbation_robustness, spearman

@@ -1,5 +1,5 @@
 r"""The trainings of the analysis studies as runs of the harness's dispatch
-(:func:`mzattn.repro.launch.dispatch`): :obj:`mzattn-repro analysis
+(:func:`mzattn.repro.engine.launch.dispatch`): :obj:`mzattn-repro analysis
 table19|table20|table21|figure3` take :obj:`--launcher`, :obj:`--jobs`,
 :obj:`--cells-per-gpu` and the :obj:`--slurm-*` options of a table, train
 their checkpoints in this process, on a pool of local workers or as one
@@ -11,19 +11,21 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cells import RunOptions
-from ..cost import training_cost
-from ..faults import is_no_space, no_space
-from ..launch import CellName, LaunchOptions, dispatch, say
-from ..pool import pin
-from ..spec import Profile
+from mzattn.repro.core.faults import is_no_space, no_space
+from mzattn.repro.core.spec import Profile
+from mzattn.repro.engine.cost import training_cost
+from mzattn.repro.engine.launch import LaunchOptions, dispatch
+from mzattn.repro.engine.pool import pin
+from mzattn.repro.engine.runs import CellName, say
+from mzattn.repro.training.cells import RunOptions
+
 from .checkpoint import train_checkpoint
 
 
 @dataclass(frozen=True)
 class TrainingRun:
     r"""One :func:`~.checkpoint.train_checkpoint` call as a
-    :class:`~mzattn.repro.launch.Run`: trains registry model :obj:`model`
+    :class:`~mzattn.repro.engine.runs.Run`: trains registry model :obj:`model`
     on :obj:`task` into :obj:`{out}/{cell.table}/ckpt/{cell.cell_id}.pt`
     (:attr:`path`) and returns :obj:`"ok"`, or :obj:`"failed"` (with the
     error printed) when training raised.
@@ -64,7 +66,7 @@ class TrainingRun:
         return osp.join(self.out, self.cell.table, "ckpt", f"{self.cell.cell_id}.pt")
 
     def __call__(self) -> str:
-        from ..quiet import quiet_libraries
+        from mzattn.repro.core.quiet import quiet_libraries
         quiet_libraries(False)
         pin(self.gpu, self.threads)  # before CUDA starts: this process sees one GPU
         try:
@@ -99,7 +101,7 @@ class TrainingRun:
 
     def cost(self) -> float | None:
         r"""Estimated seconds to train to the epoch cap
-        (:func:`~mzattn.repro.cost.training_cost`)."""
+        (:func:`~mzattn.repro.engine.cost.training_cost`)."""
         return training_cost(model=self.model, overrides=self.overrides, task=self.task,
                              task_overrides={**self.profile.sizes(), **self.task_overrides},
                              max_epochs=self.profile.max_epochs)

@@ -5,10 +5,11 @@ import os.path as osp
 from collections.abc import Callable
 from typing import Any
 
-from ..claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
-from ..paper_values import paper_table
-from ..spec import Verdict
-from ..verdicts import decide_study
+from mzattn.repro.core.spec import Verdict
+from mzattn.repro.report.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
+from mzattn.repro.report.paper_values import paper_table
+from mzattn.repro.report.verdicts import decide_study
+
 from .output import fmt, markdown_table, mean_std, write_text
 from .plots import reliability_plot
 from .study import ENSEMBLE, MC, METHODS, MZ

@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from mzattn.baselines import build_model, list_models
 from mzattn.bench.dispatch import count_host_syncs, count_ops
 
-from mzlayers import SetLayout
+from mzlayers import SetLayout, bucket_batch
+from tests.mzlayers.helpers import BUCKET_SIZES, BUCKET_SIZES_2
 
 from .helpers import in_channels, prediction, ragged_batch
 
@@ -29,7 +30,7 @@ def harness_batch(name: str):
     r"""A ragged batch for :obj:`name` as the harness gives it: :obj:`x`,
     :obj:`batch`, the number of sets, and a function that makes its layout
     from the host sizes and :obj:`ptr` a PyG :obj:`Batch` carries (once per
-    step, as :class:`~mzattn.repro.lightning_module.SetModule` does)."""
+    step, as :class:`~mzattn.repro.training.lightning_module.SetModule` does)."""
     x, batch, num_sets = ragged_batch(in_channels(name), dtype=torch.float32)
     sizes = torch.bincount(batch, minlength=num_sets)
     ptr = torch.cat([sizes.new_zeros(1), sizes.cumsum(0)])
@@ -116,15 +117,18 @@ def test_host_syncs_per_training_step(name, one_thread):
 
 #: Aten operators of one forward + backward on the CUDA path (each one kernel
 #: launch or more on a GPU), as upper bounds.  Issue 34 counted 1,276 and 3,397
-#: on main; its targets are 640 and 1,700 (not reached yet: most of the rest
-#: are the linear layers' backward and, for MZ-Full, the generator path's
-#: einsums).  On CPU, SDPA with dropout runs its math kernel, a dozen
-#: operators where CUDA launches one fused kernel.  MZ-Full went from 3,378 to
-#: 4,325 when its generator path became custom autograd functions that
-#: recompute their elementwise parts in backward (issue 34, item 5: half the
-#: training memory, docs/benchmarks.md): the recomputed forward is counted
-#: again.
-OPS_PER_STEP = {'standard': 1257, 'mz-full': 4325}
+#: on main (1,257 and 4,325 before this bound: MZ-Full's generator path had
+#: become custom autograd functions that recompute their forward in
+#: backward); its targets are 640 and 1,700.  The dense backend now pads a
+#: batch once, at the model's entry, and makes its index and key mask once
+#: per layout; the generator path's per-head products are one bmm each, not
+#: einsums.  What is left (docs/benchmarks.md, "Few launches"): on CPU, SDPA
+#: with dropout runs its math kernel, about 45 operators per call where CUDA
+#: launches one fused kernel each way (with SDPA counted as one operator each
+#: way: 866 and 3,386); the linear layers, about 12 operators each with
+#: their backward and gradient accumulation (40 in Standard, 47 in MZ-Full:
+#: about 500 and 600); and MZ-Full's generator path and zonotope norms.
+OPS_PER_STEP = {'standard': 1131, 'mz-full': 3651}
 
 
 @pytest.mark.parametrize('name', sorted(OPS_PER_STEP))
@@ -136,3 +140,41 @@ def test_aten_ops_per_forward_backward(name, one_thread):
         with count_ops() as ops:
             prediction(model(x, batch, num_sets, layout=layout())).square().sum().backward()
     assert sum(ops.values()) <= OPS_PER_STEP[name], ops.most_common(10)
+
+
+def check_step_compiles_once_per_bucket(name: str) -> None:
+    r"""A training step of :obj:`name` (dropout on) on the static-shape path
+    (:func:`~mzlayers.static.bucket_batch`) compiles as one graph
+    (:obj:`fullgraph=True` raises at a graph break) that a second batch of
+    the same bucket replays (:obj:`error_on_recompile` raises at a
+    recompile): what :obj:`mode="reduce-overhead"` records as CUDA graphs."""
+    torch._dynamo.reset()
+    model = cuda_path_model(name)
+    compiled = torch.compile(model, fullgraph=True, dynamic=False, backend='aot_eager')
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for sizes in (BUCKET_SIZES, BUCKET_SIZES_2):
+            x, batch, num_sets = ragged_batch(in_channels(name), sizes, dtype=torch.float32)
+            x_pad, mask = bucket_batch(x, batch, dim_size=num_sets)
+            model.zero_grad(set_to_none=True)
+            prediction(compiled(x_pad, mask=mask)).square().sum().backward()
+            grads = [p.grad for p in model.parameters() if p.requires_grad]
+            assert all(g is not None and torch.isfinite(g).all() for g in grads)
+
+
+@pytest.mark.parametrize('name', ['standard'])
+def test_training_step_compiles_once_per_bucket(name, one_thread):
+    check_step_compiles_once_per_bucket(name)
+
+
+#: Registry models whose training step does not compile as one graph, with
+#: the reason.
+NOT_COMPILED = {'mamba-pma': "mambapy's scan runs eagerly behind a graph break "
+                             "(baselines/mamba_pma.py, _scan: inductor cannot compile its "
+                             "power-of-two scan length)"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('name', [n for n in list_models()
+                                  if n != 'standard' and n not in NOT_COMPILED])
+def test_every_registry_step_compiles_once_per_bucket(name, one_thread):
+    check_step_compiles_once_per_bucket(name)

@@ -195,3 +195,15 @@ def test_mamba_scan_bench_times_both_kernels(tmp_path):
     assert all(row['train_s'] > 0 for row in result['rows'].values())
     assert result['speedup'] == pytest.approx(
         result['rows']['parallel']['train_s'] / result['rows']['sequential']['train_s'])
+
+
+def test_kernel_crossover_times_every_kernel_against_segment(tmp_path):
+    from mzattn.bench import kernel_crossover
+    out = tmp_path / 'crossover.json'
+    assert kernel_crossover.main(['--repeats', '1', '--scale', '0.02', '--out', str(out)]) == 0
+    results = json.loads(out.read_text())['results']
+    assert len(results) == 8  # four workloads, training step and inference
+    for entry in results.values():
+        assert set(entry['rows']) == set(kernel_crossover.IMPLEMENTATIONS)
+        assert entry['rows']['ours-segment']['speed_vs_segment'] == 1.0
+        assert all(r['median_s'] > 0 for r in entry['rows'].values())

@@ -121,7 +121,7 @@ def test_a_summarized_cache_records_its_raw_files(tmp_path):
 
 @pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o002, 0o664)])
 def test_cache_files_follow_the_umask(tmp_path, mask, mode):
-    # 002 is the Docker image's (mzattn.repro.container): caches writable by the group
+    # 002 is the Docker image's (mzattn.repro.docker.container): caches writable by the group
     old = os.umask(mask)
     try:
         atomic_write_json({"a": 1}, str(tmp_path / "cache.json"))

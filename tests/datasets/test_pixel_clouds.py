@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 import torchvision
-from mzattn.datasets._io import DIGITS_NUM_TRAIN, geometric_targets, load_images
+from mzattn.datasets._io import DIGITS_NUM_TRAIN, load_images
+from mzattn.datasets.geometric_targets import geometric_targets
 from mzattn.datasets.pixel_clouds import (
     PixelClouds,
     lifted_points,

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 import torchvision
-from mzattn.datasets._io import geometric_targets, load_images
+from mzattn.datasets._io import load_images
+from mzattn.datasets.geometric_targets import geometric_targets
 from mzattn.datasets.resnet_features import (
     TABLE32_TARGETS,
     ResNetFeatureClouds,

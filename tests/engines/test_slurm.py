@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from mzattn.repro.launch import outcome
+from mzattn.repro.engine.launch import outcome
 
 pytestmark = [
     pytest.mark.slurm_engine,
@@ -128,8 +128,9 @@ def test_a_cell_preempted_at_every_stage_is_requeued_and_finishes(tmp_path):
     # what `scancel --signal=USR2` sends) at each stage of a cell, in order: before its lock,
     # while its data and model are made, in training, inside a checkpoint's torch.save, and
     # while the best checkpoint is tested. Each run pauses at the next stage (MZATTN_PAUSE_AT,
-    # repro/stages.py) and is preempted once its log says so: nothing depends on timing. Each
-    # preemption goes through submitit's requeue; the last run finishes from the checkpoints.
+    # repro/training/stages.py) and is preempted once its log says so: nothing depends on
+    # timing. Each preemption goes through submitit's requeue; the last run finishes from the
+    # checkpoints.
     out, stages = str(tmp_path / "preempted"), ("start", "data", "model", "training",
                                                 "checkpoint", "test")
     env = os.environ | {"MZATTN_PAUSE_AT": ",".join(stages),

@@ -46,7 +46,7 @@ def _assert_matches(out, ref, inputs):
         assert torch.allclose(g, r, atol=1e-10)
 
 
-@pytest.mark.parametrize('backend', ['segment', 'dense', 'auto'])
+@pytest.mark.parametrize('backend', ['segment', 'dense', 'varlen', 'auto'])
 @pytest.mark.parametrize('shared', [True, False])
 def test_backends_match_reference_forward_and_backward(backend, shared):
     x, batch, B = ragged_batch()
@@ -113,7 +113,7 @@ def test_empty_set_gives_exact_zero_without_nan():
     k = torch.randn(3, H, DK, dtype=torch.float64, requires_grad=True)
     v = torch.randn(3, H, DV, dtype=torch.float64, requires_grad=True)
     q = torch.randn(M, H, DK, dtype=torch.float64, requires_grad=True)
-    for backend in ('segment', 'dense', 'auto'):
+    for backend in ('segment', 'dense', 'varlen', 'auto'):
         out = set_attention(q, k, v, layout, None, backend).view(B, M, H, DV)
         assert torch.equal(out[0], torch.zeros_like(out[0]))
         assert torch.equal(out[2], torch.zeros_like(out[2]))
@@ -121,7 +121,7 @@ def test_empty_set_gives_exact_zero_without_nan():
         assert all(torch.isfinite(g).all() for g in grads)
 
 
-@pytest.mark.parametrize('backend', ['segment', 'dense', 'auto'])
+@pytest.mark.parametrize('backend', ['segment', 'dense', 'varlen', 'auto'])
 def test_extreme_logit_is_isolated_to_its_set(backend):
     x, batch, B = ragged_batch()
     layout = _layout(batch, B)
@@ -292,6 +292,12 @@ def test_segment_pairs_reject_layouts_of_other_sets(key_sizes):
 
 @pytest.mark.parametrize('queries', ['learned', 'pooled', 'elements'])
 def test_segment_dropout_keeps_the_expected_output(queries, fused_sets):
+    assert_dropout_keeps_the_expected_output('segment', queries)
+
+
+def assert_dropout_keeps_the_expected_output(backend: str, queries: str) -> None:
+    r"""Dropout draws of :obj:`backend` differ, and their mean is the exact
+    output, for learned queries, queries over pooled keys, or pooled queries."""
     _, batch, B = ragged_batch(sizes=(4, 0, 6))
     layout = _layout(batch, B)
     key_layout, query_layout = {  # ragged keys, or the 2 pooled tokens of every set
@@ -301,9 +307,9 @@ def test_segment_dropout_keeps_the_expected_output(queries, fused_sets):
     }[queries]
     num_queries = M if query_layout is None else query_layout.num_elements
     q, k, v = _inputs(num_queries, key_layout.num_elements)
-    exact = set_attention(q, k, v, key_layout, query_layout, 'segment')
+    exact = set_attention(q, k, v, key_layout, query_layout, backend)
     torch.manual_seed(0)
-    draws = torch.stack([set_attention(q, k, v, key_layout, query_layout, 'segment', 0.5)
+    draws = torch.stack([set_attention(q, k, v, key_layout, query_layout, backend, 0.5)
                          for _ in range(400)])
     assert not torch.allclose(draws[0], exact)
     assert torch.allclose(draws.mean(0), exact, atol=0.15)

@@ -59,10 +59,10 @@ def test_permutation_equivariance_and_invariance(name):
 
 
 @pytest.mark.parametrize('name', ['sab', 'isab', 'pma', 'mzsab', 'mzisab', 'mzpma'])
-def test_segment_and_dense_backends_agree(name):
+def test_backends_agree(name):
     x, batch, B = ragged_batch()
     outs, grads = [], []
-    for backend in ('segment', 'dense', 'auto'):
+    for backend in ('segment', 'dense', 'varlen', 'auto'):
         torch.manual_seed(0)
         block = _blocks(backend)[name].double()
         xr = x.clone().requires_grad_()

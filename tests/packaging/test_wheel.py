@@ -26,20 +26,23 @@ def _expected_modules() -> set[str]:
     patterns = setuptools.get('package-data', {})
     expected = set()
     for name, folder in _package_dirs().items():
-        sources = [*(ROOT / folder).rglob('*.py'),
-                   *(path for pattern in patterns.get(name, ()) for path in
-                     (ROOT / folder).glob(pattern))]
-        for source in sources:
+        for source in (ROOT / folder).rglob('*.py'):
             relative = source.relative_to(ROOT / folder)
-            if '__pycache__' in relative.parts:
-                continue
-            expected.add('/'.join([*name.split('.'), *relative.parts]))
+            if '__pycache__' not in relative.parts:
+                expected.add('/'.join([*name.split('.'), *relative.parts]))
+    for package, globs in patterns.items():  # a package or one of its sub-packages
+        top = max((name for name in _package_dirs() if f'{package}.'.startswith(f'{name}.')),
+                  key=len)
+        folder = ROOT / _package_dirs()[top] / Path(*package.split('.')[len(top.split('.')):])
+        for source in (path for pattern in globs for path in folder.glob(pattern)):
+            expected.add('/'.join([*package.split('.'), *source.relative_to(folder).parts]))
     return expected
 
 
 def test_the_paper_values_are_package_data():
     assert {path for path in _expected_modules() if path.endswith('.yaml')} == {
-        f'mzattn/repro/paper/{path.name}' for path in (ROOT / 'repro/paper').glob('*.yaml')}
+        f'mzattn/repro/report/paper/{path.name}'
+        for path in (ROOT / 'repro/report/paper').glob('*.yaml')}
 
 
 def test_every_source_folder_is_a_listed_package():
@@ -68,4 +71,4 @@ def test_the_wheel_holds_every_module(tmp_path):
     wheel, = (tmp_path / 'dist').glob('mzattn-*.whl')
     shipped = set(zipfile.ZipFile(wheel).namelist())
     assert _expected_modules() - shipped == set()
-    assert 'mzattn/repro/analysis/readings.toml' in shipped  # data read at run time
+    assert 'mzattn/repro/core/readings.toml' in shipped  # data read at run time

@@ -1,5 +1,5 @@
 import pytest
-from mzattn.repro.cells import RunOptions
+from mzattn.repro.training.cells import RunOptions
 
 
 @pytest.fixture(scope="session")

@@ -14,10 +14,10 @@ import os
 import signal
 import sys
 
-from mzattn.repro import tables
-from mzattn.repro.lightning_module import SetModule
-from mzattn.repro.runner import main
-from mzattn.repro.spec import SMOKE, Column, Row, TableSpec
+from mzattn.repro.core import registry
+from mzattn.repro.core.spec import SMOKE, Column, Row, TableSpec
+from mzattn.repro.engine.runner import main
+from mzattn.repro.training.lightning_module import SetModule
 
 
 def spec(epochs: int = 10_000) -> TableSpec:
@@ -47,10 +47,10 @@ def signal_during_step(name: str, epoch: int, batch: int) -> None:
 
 
 def register(table: TableSpec) -> None:
-    r"""Makes :func:`~mzattn.repro.tables.load_spec` return :obj:`table` for
+    r"""Makes :func:`~mzattn.repro.core.registry.load_spec` return :obj:`table` for
     its key in this process."""
-    load_spec = tables.load_spec
-    tables.load_spec = lambda key: table if key == table.key else load_spec(key)
+    load_spec = registry.load_spec
+    registry.load_spec = lambda key: table if key == table.key else load_spec(key)
 
 
 SPEC = spec(int(os.environ.get("FAULTY_EPOCHS", 10_000)))

@@ -2,7 +2,7 @@ import torch
 from mzattn.repro.analysis.predict import predict, scalar_ihw
 
 from mzlayers import MZMultiheadAttention, MZSetTransformer, Zonotope
-from mzlayers.validate import resolve_layout
+from mzlayers.layout import resolve_layout
 
 
 def _model(seed=0):

@@ -16,7 +16,7 @@ from mzattn.repro.analysis.probing import (
 from torch_geometric.data import Batch, Data
 
 from mzlayers import MZMultiheadAttention
-from mzlayers.validate import resolve_layout
+from mzlayers.layout import resolve_layout
 
 C = 8  # head width (one head)
 

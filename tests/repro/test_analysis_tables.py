@@ -87,8 +87,8 @@ def test_figure3_trainings_on_two_workers_equal_those_in_process(tmp_path, data_
 
 @pytest.mark.slow
 def test_table_script_runs_as_a_plain_script(tmp_path):
-    result = subprocess.run([sys.executable, os.path.join(REPO, "repro", "figure2_tdof.py"),
-                             "--profile", "smoke", "--out", str(tmp_path)],
+    script = os.path.join(REPO, "repro", "tables", "figure2_tdof.py")
+    result = subprocess.run([sys.executable, script, "--profile", "smoke", "--out", str(tmp_path)],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "figure2" / "figure2.png").exists()
@@ -99,9 +99,9 @@ def test_load_cell_checkpoint_of_a_harness_cell(tmp_path, options, batching):
     import dataclasses
 
     from mzattn.repro.analysis.checkpoint import load_cell_checkpoint
-    from mzattn.repro.cells import cell_path, checkpoint_dir
-    from mzattn.repro.runner import grid, run_table
-    from mzattn.repro.tables import load_spec
+    from mzattn.repro.core.registry import load_spec
+    from mzattn.repro.engine.runner import grid, run_table
+    from mzattn.repro.training.cells import cell_path, checkpoint_dir
     spec = load_spec("table3")
     keep = dataclasses.replace(options, keep_checkpoints=True)
     records = run_table(spec, "smoke", models=["MZAttn-Full"], columns=["d=8"],

@@ -7,8 +7,8 @@ from mzattn.repro.analysis.tdof import (
     perturbation_robustness,
     spearman,
 )
-from mzattn.repro.cells import RECORD_VERSION, write_json_atomic
-from mzattn.repro.tables import load_spec
+from mzattn.repro.core.registry import load_spec
+from mzattn.repro.training.cells import RECORD_VERSION, write_json_atomic
 
 
 def test_eighteen_settings_name_real_table_columns():

@@ -1,8 +1,8 @@
 import pytest
 from mzattn.repro import campaign as campaign_module
 from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli, status_lines
-from mzattn.repro.cells import cell_config, cell_path
-from mzattn.repro.tables import load_spec
+from mzattn.repro.core.registry import load_spec
+from mzattn.repro.training.cells import cell_config, cell_path
 
 
 def test_status_goes_on_past_an_unreadable_record(tmp_path):
@@ -49,9 +49,9 @@ def test_paper_protocol_lists_the_issues_cells_then_mamba_and_egnn():
     cells = campaign_cells("paper-protocol")
     assert len(cells) == 74
     table1 = {c.column.label for c in cells if c.table == "table1"}
-    from mzattn.repro.table01_depth_separation import PAPER_COLUMNS
+    from mzattn.repro.tables.table01_depth_separation import PAPER_COLUMNS
     assert table1 == set(PAPER_COLUMNS)  # every L of its claims
-    from mzattn.repro.table03_meb import PMA_BASELINES
+    from mzattn.repro.tables.table03_meb import PMA_BASELINES
     d32 = {c.row.label for c in cells if c.table == "table3" and c.column.label == "d=32"}
     assert d32 >= {*PMA_BASELINES, "MZAttn-Full", "Mamba + PMA"}  # Table 3's claims at d=32
     order = [(c.table, c.column.label) for c in cells]  # what decides a claim soonest first
@@ -84,7 +84,7 @@ def test_status_counts_a_twin_of_a_cell_above_as_free(tmp_path, monkeypatch):
 
 
 def test_table7_invariant_runs_the_claim_that_paper_protocol_leaves_undecided():
-    from mzattn.repro.egnn_comparison import INVARIANT
+    from mzattn.repro.tables.egnn_comparison import INVARIANT
     cells = campaign_cells("table7-invariant")
     assert {(c.row.label, c.column.label) for c in cells} == {
         (row, column.label) for row in ("EGNN", "MZAttn (ours)") for column in INVARIANT}
@@ -130,7 +130,7 @@ def test_knobs_runs_the_choices_the_verdicts_lean_on():
 
 
 def test_table1_profiles_leave_the_knobs_out():
-    from mzattn.repro.runner import grid
+    from mzattn.repro.engine.runner import grid
     spec = load_spec("table1")
     for profile in ("smoke", "full"):
         assert {c.column.label for c in grid(spec, profile)} <= {f"L={L}" for L in
@@ -159,7 +159,7 @@ def test_readings_runs_the_claims_under_the_readings_the_paper_fixes():
 
 @pytest.mark.parametrize("table", ["table2", "table6", "table29"])
 def test_reading_columns_stay_out_of_the_profiles(table):
-    from mzattn.repro.runner import grid
+    from mzattn.repro.engine.runner import grid
     spec = load_spec(table)
     for profile in ("smoke", "quick", "full"):
         assert not [c for c in grid(spec, profile) if c.column.variant_of]

@@ -5,7 +5,9 @@ import os
 
 import pytest
 import torch
-from mzattn.repro.cells import (
+from mzattn.repro.core.spec import SMOKE, Column, Row, TableSpec
+from mzattn.repro.engine.runner import run_table
+from mzattn.repro.training.cells import (
     Cell,
     cell_config,
     cell_data,
@@ -19,9 +21,7 @@ from mzattn.repro.cells import (
     stale_problem,
     write_json_atomic,
 )
-from mzattn.repro.history import FIELDS
-from mzattn.repro.runner import run_table
-from mzattn.repro.spec import SMOKE, Column, Row, TableSpec
+from mzattn.repro.training.history import FIELDS
 
 SPEC = TableSpec(
     key="tiny", title="tiny", rows=(Row("Standard", "standard"), Row("Broken", "no-such-model")),
@@ -117,7 +117,7 @@ def test_early_stopped_cell_keeps_its_whole_history(tmp_path, options):
 
 
 def test_recorded_weight_decay_is_the_one_used(tmp_path, options, monkeypatch):
-    from mzattn.repro import cells
+    from mzattn.repro.training import cells
     seen = []
     init = cells.SetModule.__init__
     monkeypatch.setattr(cells.SetModule, "__init__", lambda self, *a, **k: (
@@ -137,7 +137,7 @@ def test_a_locked_cell_is_left_to_its_holder(tmp_path, options):
 
 
 def test_a_failed_record_never_replaces_an_ok_one(tmp_path, options, monkeypatch):
-    from mzattn.repro import cells
+    from mzattn.repro.training import cells
     out = str(tmp_path)
     ok = run_cell(SPEC, _cell(), "smoke", out, options)
     monkeypatch.setattr(cells, "is_finished", lambda record, config: False)

@@ -4,8 +4,8 @@ import os
 import os.path as osp
 
 import torch
-from mzattn.repro.cells import checkpoint_dir, run_cell
-from mzattn.repro.checkpoints import safe_load
+from mzattn.repro.training.cells import checkpoint_dir, run_cell
+from mzattn.repro.training.checkpoints import safe_load
 
 from tests.repro.test_faults import _cell, faulty_table
 

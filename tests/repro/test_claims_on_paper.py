@@ -2,10 +2,10 @@
 that fails on them tests something the paper does not claim (or a claim its own
 table contradicts), and would call a faithful reproduction "contradicted"."""
 import pytest
-from mzattn.repro.claims import NOT_RUN, REPRODUCED
-from mzattn.repro.report import paper_entry, paper_scale, paper_table_of
-from mzattn.repro.results import Results
-from mzattn.repro.tables import list_tables, load_spec
+from mzattn.repro.core.registry import list_tables, load_spec
+from mzattn.repro.report.claims import NOT_RUN, REPRODUCED
+from mzattn.repro.report.paper_values import paper_entry, paper_scale, paper_table_of
+from mzattn.repro.report.results import Results
 
 # Checks that need numbers the paper's tables do not print: Table 1 gives EGNN's collapse in
 # its text only; the negative-transfer tabular rows and Table 31's tiers are read from runs.

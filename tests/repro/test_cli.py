@@ -8,9 +8,9 @@ import warnings
 import pytest
 from mzattn.baselines import build_model
 from mzattn.repro.cli import COMMANDS, main
-from mzattn.repro.options import parse_names
-from mzattn.repro.quiet import LIBRARY_WARNINGS, LIGHTNING_BANNERS, quiet_libraries
-from mzattn.repro.tables import list_tables, load_spec, table_title
+from mzattn.repro.core.quiet import LIBRARY_WARNINGS, LIGHTNING_BANNERS, quiet_libraries
+from mzattn.repro.core.registry import list_tables, load_spec, table_title
+from mzattn.repro.engine.options import parse_names
 
 from mzattn.names import did_you_mean
 
@@ -164,7 +164,7 @@ def test_cuda_without_a_gpu_fails_before_any_work(monkeypatch, tmp_path, capsys)
                                             (["--batching", "padded-dataset"], "padded-dataset")])
 def test_batching_round_trips_from_the_command_line_to_the_cells(monkeypatch, tmp_path, argv,
                                                                   batching):
-    from mzattn.repro import runner
+    from mzattn.repro.engine import runner
     ran = {}
 
     def run_table(spec, profile, models, columns, seeds, out, options, batching):

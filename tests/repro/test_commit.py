@@ -2,8 +2,8 @@ import subprocess
 
 import pytest
 from mzattn.repro.campaign import CAMPAIGNS, Entry, cli
-from mzattn.repro.commit import ResultsRepository
-from mzattn.repro.summary import README_END, begin_marker
+from mzattn.repro.engine.commit import ResultsRepository
+from mzattn.repro.report.summary import README_END, begin_marker
 
 
 def _git(repo, *args):

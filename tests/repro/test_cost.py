@@ -4,18 +4,18 @@ import sys
 import time
 from dataclasses import dataclass
 
-import mzattn.repro.launch as launch_module
+import mzattn.repro.engine.launch as launch_module
 import pytest
 import torch
 from mzattn.datasets.synthetic.tasks import get_config
-from mzattn.repro.cells import RunOptions
-from mzattn.repro.cost import PROBE_SETS, by_cost, probe_batch, step_seconds, training_cost
-from mzattn.repro.launch import CellRun, launch
-from mzattn.repro.options import LaunchOptions, SlurmOptions
-from mzattn.repro.runner import grid
-from mzattn.repro.tables import load_spec
+from mzattn.repro.core.registry import load_spec
+from mzattn.repro.engine.cost import PROBE_SETS, by_cost, probe_batch, step_seconds, training_cost
+from mzattn.repro.engine.launch import CellRun, launch
+from mzattn.repro.engine.options import LaunchOptions, SlurmOptions
+from mzattn.repro.engine.runner import grid
+from mzattn.repro.training.cells import RunOptions
 
-slurm_module = pytest.importorskip("mzattn.repro.slurm")  # needs submitit (mzattn[repro])
+slurm_module = pytest.importorskip("mzattn.repro.engine.slurm")  # needs submitit (mzattn[repro])
 
 
 @dataclass(frozen=True)
@@ -111,8 +111,8 @@ def test_an_analysis_training_costs_its_profile(tmp_path):
     from dataclasses import replace
 
     from mzattn.repro.analysis.training import TrainingRun
-    from mzattn.repro.launch import CellName
-    from mzattn.repro.spec import SMOKE
+    from mzattn.repro.core.spec import SMOKE
+    from mzattn.repro.engine.runs import CellName
     run = TrainingRun(CellName("study", "standard"), str(tmp_path), "standard", "task_a", SMOKE)
     longer = replace(run, profile=replace(SMOKE, max_epochs=2 * SMOKE.max_epochs))
     assert longer.cost() == 2 * run.cost() > 0

@@ -1,9 +1,9 @@
 import os
 
 from mzattn.repro.cli import main
-from mzattn.repro.datagen import synthetic_tables, time_table
-from mzattn.repro.spec import SMOKE, Column, Row, TableSpec
-from mzattn.repro.table03_meb import SPEC as TABLE3
+from mzattn.repro.core.spec import SMOKE, Column, Row, TableSpec
+from mzattn.repro.engine.datagen import synthetic_tables, time_table
+from mzattn.repro.tables.table03_meb import SPEC as TABLE3
 
 SPEC = TableSpec(
     key="tiny", title="tiny", rows=(Row("Standard", "standard"), Row("Deep Sets", "deep-sets")),

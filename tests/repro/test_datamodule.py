@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 import torch
-from mzattn.repro.datamodule import SetDataModule, seed_worker
+from mzattn.repro.training.datamodule import SetDataModule, seed_worker
 
 
 def _module(data_root, seed=0, **kwargs):

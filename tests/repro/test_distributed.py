@@ -4,8 +4,8 @@ import subprocess
 import sys
 
 import pytest
-from mzattn.repro.cells import Cell, cell_path, read_record, run_cell
-from mzattn.repro.table03_meb import SPEC
+from mzattn.repro.tables.table03_meb import SPEC
+from mzattn.repro.training.cells import Cell, cell_path, read_record, run_cell
 
 
 def _cell():

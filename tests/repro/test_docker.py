@@ -29,9 +29,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import docker
 import pytest
-from mzattn.repro import container as entry
-from mzattn.repro import docker_driver as dd
-from mzattn.repro import envinfo
+from mzattn.repro.core import envinfo
+from mzattn.repro.docker import container as entry
+from mzattn.repro.docker import docker_driver as dd
 from packaging.requirements import Requirement
 from packaging.version import Version
 

@@ -1,5 +1,5 @@
 r"""The pieces around the Docker image that run without an engine: the entry
-point's user switch (``mzattn.repro.container``), ``docker/requirements.py``
+point's user switch (``mzattn.repro.docker.container``), ``docker/requirements.py``
 and the checks and skip logic of ``make docker-test``
 (``docker/engine_test.py``)."""
 import builtins
@@ -16,8 +16,8 @@ from types import SimpleNamespace
 
 import pytest
 import tomllib
-from mzattn.repro import container
-from mzattn.repro.options import OUT
+from mzattn.repro.docker import container
+from mzattn.repro.engine.options import OUT
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ import re
 
 import pytest
 import torch
-from mzattn.repro import envinfo
+from mzattn.repro.core import envinfo
 
 
 def test_default_device_follows_cuda_availability(monkeypatch):

@@ -13,8 +13,13 @@ import time
 
 import pytest
 import torch
-from mzattn.repro import faults
-from mzattn.repro.cells import (
+from mzattn.repro.core import faults
+from mzattn.repro.core.faults import NoSpace, atomic_write_text
+from mzattn.repro.core.spec import TableSpec
+from mzattn.repro.engine.runner import EXIT_BUSY, exit_status, run_table
+from mzattn.repro.engine.runner import main as run_main
+from mzattn.repro.report.report import write_report
+from mzattn.repro.training.cells import (
     Cell,
     RecordError,
     cell_path,
@@ -25,12 +30,7 @@ from mzattn.repro.cells import (
     run_cell,
     write_json_atomic,
 )
-from mzattn.repro.checkpoints import safe_load
-from mzattn.repro.faults import NoSpace, atomic_write_text
-from mzattn.repro.report import write_report
-from mzattn.repro.runner import EXIT_BUSY, exit_status, run_table
-from mzattn.repro.runner import main as run_main
-from mzattn.repro.spec import TableSpec
+from mzattn.repro.training.checkpoints import safe_load
 
 from tests.processes import alive, children, cmdline, needs_proc
 

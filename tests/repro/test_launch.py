@@ -7,12 +7,10 @@ import time
 from dataclasses import dataclass
 
 import pytest
-from mzattn.repro.cells import cell_path, read_record, write_json_atomic
-from mzattn.repro.faults import Interrupted
-from mzattn.repro.launch import (
+from mzattn.repro.core.faults import Interrupted
+from mzattn.repro.core.registry import load_spec
+from mzattn.repro.engine.launch import (
     CellRun,
-    Progress,
-    cell_key,
     default_threads,
     gpu_slots,
     in_process,
@@ -22,14 +20,15 @@ from mzattn.repro.launch import (
     run_in_processes,
     visible_devices,
 )
-from mzattn.repro.options import (
+from mzattn.repro.engine.options import (
     LaunchOptions,
     SlurmOptions,
     add_launch_arguments,
     launch_options_from_args,
 )
-from mzattn.repro.runner import grid
-from mzattn.repro.tables import load_spec
+from mzattn.repro.engine.runner import grid
+from mzattn.repro.engine.runs import Progress, cell_key
+from mzattn.repro.training.cells import cell_path, read_record, write_json_atomic
 
 TABLE = "table10"
 

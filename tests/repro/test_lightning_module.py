@@ -3,8 +3,10 @@ import math
 import pytest
 import torch
 from mzattn.baselines import build_model
-from mzattn.repro.lightning_module import SetModule, output_channels, warmup_cosine
+from mzattn.repro.training.lightning_module import SetModule, output_channels, warmup_cosine
 from torch_geometric.data import Batch, Data
+
+from mzlayers.layout import SetLayout
 
 pytestmark = pytest.mark.filterwarnings("ignore:You are trying to `self.log")
 
@@ -129,3 +131,26 @@ def test_true_precisions_train_on_pyg_batches(precision):
                          enable_checkpointing=False)
     trainer.fit(module, DataLoader(items, batch_size=4), DataLoader(items, batch_size=4))
     assert math.isfinite(float(trainer.callback_metrics["val/loss"]))
+
+
+def test_compile_runs_the_model_compiled_on_padded_batches(monkeypatch):
+    # --compile: the whole model under torch.compile (one graph, static shapes), fed batches
+    # padded to their bucket from the host sizes; the same predictions as eager
+    options, compile = [], torch.compile
+
+    def recording(model, **kwargs):  # aot_eager: the same graph without inductor's build
+        options.append(kwargs)
+        return compile(model, **{**kwargs, "mode": None, "backend": "aot_eager"})
+
+    monkeypatch.setattr(torch, "compile", recording)
+    torch.manual_seed(0)
+    model = build_model("standard", 3, 1, channels=16, heads=2, ff_channels=32,
+                        num_induced_points=4)
+    compiled, eager = SetModule(model, compile=True).eval(), SetModule(model).eval()
+    data = _batch()  # sets of 3 to 5 elements: padded to 8
+    layout = SetLayout.from_sizes(data.batch, data.ptr.diff().tolist(), data.ptr)
+    got = compiled(data.x, data.batch, data.num_graphs, layout=layout)
+    expected = eager(data.x, data.batch, data.num_graphs, layout=layout)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    assert options == [dict(fullgraph=True, dynamic=False, mode="default")]  # CPU: no graphs
+    assert not any("compiled" in key for key in compiled.state_dict())

@@ -7,12 +7,12 @@ from mzattn.baselines import build_model, list_models
 from mzattn.datasets.openml_tables import TABLE_SOURCES
 from mzattn.datasets.tabular_meta_regression import TEST_TABLES, TRAIN_TABLES
 from mzattn.repro import cli
-from mzattn.repro.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
-from mzattn.repro.negative_transfer import HELD_OUT, NP_MNIST, OFFLINE, SAME, SPEC
-from mzattn.repro.paper_values import PaperValue, paper_value
-from mzattn.repro.results import Results
-from mzattn.repro.runner import grid, run_table
-from mzattn.repro.tables import TABLE_MODULES, load_spec
+from mzattn.repro.core.registry import TABLE_MODULES, load_spec
+from mzattn.repro.engine.runner import grid, run_table
+from mzattn.repro.report.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
+from mzattn.repro.report.paper_values import PaperValue, paper_value
+from mzattn.repro.report.results import Results
+from mzattn.repro.tables.negative_transfer import HELD_OUT, NP_MNIST, OFFLINE, SAME, SPEC
 
 from tests.datasets.test_openml_tables import write_table_csv
 
@@ -20,7 +20,7 @@ SIZES = {"num_train": 20, "num_val": 10, "num_test": 9}
 
 
 def _load(task, **options):
-    from mzattn.repro.real_data import load_real_splits
+    from mzattn.repro.training.real_data import load_real_splits
     return load_real_splits(task, **options)
 
 

@@ -6,7 +6,7 @@ import tempfile
 
 import pytest
 from mzattn.repro.cli import main
-from mzattn.repro.options import writable_folder
+from mzattn.repro.engine.options import writable_folder
 
 TABLE = ["table3", "--profile", "smoke", "--device", "cpu"]
 

@@ -4,7 +4,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from mzattn.repro.paper_values import (
+from mzattn.repro.core.registry import TABLE_MODULES, load_spec
+from mzattn.repro.report.paper_values import (
     TABLES,
     PaperValue,
     _load,
@@ -12,7 +13,6 @@ from mzattn.repro.paper_values import (
     paper_table,
     paper_value,
 )
-from mzattn.repro.tables import TABLE_MODULES, load_spec
 
 #: The paper's text lives outside the repository (CI checks out only the repo).
 PAPER = Path(__file__).parents[2].parent / 'shared/paper/mzattn-paper.txt'
@@ -194,7 +194,7 @@ def test_unknown_keys_raise():
 
 
 #: The last commit whose ``repro/paper_values.py`` wrote the values as Python
-#: (before issue 37 moved them to ``repro/paper/*.yaml``).
+#: (before issue 37 moved them to ``repro/paper/*.yaml``, now ``repro/report/paper/``).
 PYTHON_VALUES_COMMIT = '00b29c9afceb7d88fe3dc8f28e45ea7ca9809688'
 
 

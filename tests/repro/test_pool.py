@@ -3,7 +3,7 @@ import os
 import signal
 import time
 
-from mzattn.repro.pool import WorkerPool
+from mzattn.repro.engine.pool import WorkerPool
 
 
 def _pinning() -> str:

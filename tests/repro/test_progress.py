@@ -1,5 +1,5 @@
 import pytest
-from mzattn.repro.progress import EpochLogger, duration
+from mzattn.repro.training.progress import EpochLogger, duration
 
 
 @pytest.mark.parametrize("seconds, text", [(0.4, "0 s"), (45, "45 s"), (185, "3 min 05 s")])
@@ -18,7 +18,7 @@ class _Trainer:
 
 def test_epoch_lines_name_the_cell_and_the_time_left(monkeypatch, capsys):
     clock = iter([100.0, 130.0])  # training starts at 100 s; epoch 3 of a run resumed at 2
-    monkeypatch.setattr("mzattn.repro.progress.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("mzattn.repro.training.progress.time.perf_counter", lambda: next(clock))
     logger = EpochLogger("MZAttn-Full d=8 seed 0")
     logger.on_train_start(_Trainer(1), None)
     logger.on_train_epoch_start(_Trainer(2), None)

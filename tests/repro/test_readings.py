@@ -2,22 +2,25 @@ import numpy as np
 import pytest
 from mzattn.repro.analysis import readings
 from mzattn.repro.analysis.readings import (
-    Check,
     Outcome,
-    Reading,
-    ReadingsData,
-    Tolerance,
     consistent,
     group_table,
     implied_variance,
     judge,
-    load_readings,
     paper_numbers,
     set_size_r2,
     summary_line,
     zero_r2,
 )
 from mzattn.repro.cli import main
+from mzattn.repro.core.readings import (
+    Check,
+    Reading,
+    ReadingsData,
+    Tolerance,
+    load_readings,
+    reading_of,
+)
 
 TOL = Tolerance(variance_factor=2.0, r2=0.05, plateau_spread=0.02, negative_r2_factor=10.0)
 
@@ -103,7 +106,7 @@ def test_bad_data_file_names_the_entry(tmp_path):
     path = tmp_path / "readings.toml"
     path.write_text('[tolerance]\nvariance_factor = 2.0\nr2 = 0.05\nplateau_spread = 0.02\n'
                     'negative_r2_factor = 10.0\n[[reading]]\ngroup = "g"\nname = "a"\n'
-                    'task = "set_max"\ntext = "t"\n[[check]]\ngroup = "g"\n'
+                    'built = true\ntask = "set_max"\ntext = "t"\n[[check]]\ngroup = "g"\n'
                     'statistic = "mean"\ntable = "table2"\n')
     with pytest.raises(ValueError, match=r"readings.toml: check 0 .* unknown group or statistic"):
         load_readings(str(path))
@@ -129,4 +132,22 @@ def test_malformed_entries_name_the_file_and_entry(tmp_path):
         load_readings(str(path))
     path.write_text('[[reading]\n')
     with pytest.raises(ValueError, match="readings.toml: not valid TOML"):
+        load_readings(str(path))
+
+
+def test_a_column_runs_the_most_specific_reading_else_the_built_one():
+    assert reading_of("set_max", {}).name == "entries"
+    assert reading_of("set_max", {"reduction": "per-dim-sum", "d": 8}).name == "per-dim-sum"
+    assert reading_of("set_max", {"reduction": "per-element-sum", "n_max": 100}).group == "task_a"
+    assert reading_of("task_f", {"chamfer": "unaligned", "chamfer_reduction": "sum"}).name == \
+        "unaligned-sum"
+    assert reading_of("task_f", {"chamfer": "unaligned"}).name == "aligned-mean"  # not a reading
+    assert reading_of("set_matching", {}) is None  # a task the paper leaves no doubt about
+
+
+def test_each_group_marks_exactly_one_reading_as_built(tmp_path):
+    path = tmp_path / "readings.toml"
+    entry = '[[reading]]\ngroup = "g"\nname = "{}"\ntask = "set_max"\ntext = "t"\n'
+    path.write_text(entry.format("a") + entry.format("b"))
+    with pytest.raises(ValueError, match="group 'g' marks 0 readings as built"):
         load_readings(str(path))

@@ -10,13 +10,13 @@ from mzattn.datasets.modelnet import MODELNET40_CLASSES
 from mzattn.datasets.pixel_clouds import CONSTRUCTION_DIMS
 from mzattn.datasets.qm9 import QM9
 from mzattn.datasets.resnet_features import BACKBONES
-from mzattn.repro import real_data
-from mzattn.repro.cells import column_profile
-from mzattn.repro.paper_values import TABLES
-from mzattn.repro.real_data import dataset_root, hold_out, load_real_splits
-from mzattn.repro.runner import grid, run_table
-from mzattn.repro.spec import PROFILES, Column, Profile, Row, TableSpec
-from mzattn.repro.tables import TABLE_MODULES, load_spec
+from mzattn.repro.core.registry import TABLE_MODULES, load_spec
+from mzattn.repro.core.spec import PROFILES, Column, Profile, Row, TableSpec
+from mzattn.repro.engine.runner import grid, run_table
+from mzattn.repro.report.paper_values import TABLES
+from mzattn.repro.training import real_data
+from mzattn.repro.training.cells import column_profile
+from mzattn.repro.training.real_data import dataset_root, hold_out, load_real_splits
 
 from tests.datasets.test_pointclouds import CUBE_QUADS, CUBE_VERTICES, write_off
 
@@ -237,7 +237,7 @@ def _write_scanobjectnn(root, num_train=30, num_test=12, num_points=64):
 
 
 def test_classification_trains_with_cross_entropy(tmp_path):
-    from mzattn.repro.cells import RunOptions
+    from mzattn.repro.training.cells import RunOptions
 
     _write_scanobjectnn(str(tmp_path))
     train, val, test = load_real_splits("scanobjectnn", root=str(tmp_path), num_points=32)
@@ -269,7 +269,7 @@ def _write_modelnet40(root, num_train=48, num_test=16):
 
 
 def test_table2_column_c_smoke_on_modelnet40_off_files(tmp_path):
-    from mzattn.repro.cells import RunOptions
+    from mzattn.repro.training.cells import RunOptions
 
     _write_modelnet40(str(tmp_path))
     options = RunOptions(accelerator="cpu", progress=False, data_root=str(tmp_path))
@@ -291,7 +291,7 @@ def test_table2_column_c_smoke_on_modelnet40_off_files(tmp_path):
 
 
 def _results(key, values):
-    from mzattn.repro.results import Results
+    from mzattn.repro.report.results import Results
 
     records = [{"status": "ok", "profile": "quick", "config": {"row": row, "column": column},
                 "metrics": {"r2": value}} for (row, column), value in values.items()]
@@ -299,7 +299,7 @@ def _results(key, values):
 
 
 def test_transfer_rank_claims_use_the_models_run():
-    from mzattn.repro.transfer import rank
+    from mzattn.repro.tables.transfer import rank
 
     column = "MNIST raw pixel / MEB"
     results = _results("table31", {("MZAttn-Full", column): 0.79, ("ST-Large", column): 0.78,

@@ -1,16 +1,9 @@
 import dataclasses
 
 import pytest
-from mzattn.repro.cells import (
-    RECORD_VERSION,
-    Cell,
-    cell_config,
-    cell_path,
-    read_record,
-    stale_problem,
-    write_json_atomic,
-)
-from mzattn.repro.claims import (
+from mzattn.repro.cli import main
+from mzattn.repro.core.spec import Column
+from mzattn.repro.report.claims import (
     NOT_REPRODUCED,
     NOT_RUN,
     PARTLY_RUN,
@@ -21,11 +14,18 @@ from mzattn.repro.claims import (
     verdict,
     within,
 )
-from mzattn.repro.cli import main
-from mzattn.repro.report import write_report
-from mzattn.repro.results import Results, batchings_in, load_records
-from mzattn.repro.spec import Column
-from mzattn.repro.table03_meb import SPEC
+from mzattn.repro.report.report import write_report
+from mzattn.repro.report.results import Results, batchings_in, load_records
+from mzattn.repro.tables.table03_meb import SPEC
+from mzattn.repro.training.cells import (
+    RECORD_VERSION,
+    Cell,
+    cell_config,
+    cell_path,
+    read_record,
+    stale_problem,
+    write_json_atomic,
+)
 
 
 def _write(out, row, column, seed, r2, mse=1.0, status="ok", batching="masked"):
@@ -211,7 +211,7 @@ def test_a_column_may_set_its_own_metric_and_loss():
 
 
 def _table2_results(accuracies, mz_a=(0.85, 2.5)):
-    from mzattn.repro.table02_main import SPEC as TABLE2
+    from mzattn.repro.tables.table02_main import SPEC as TABLE2
     def record(row, column, metrics):
         return {"status": "ok", "profile": "full", "params": 1000, "metrics": metrics,
                 "config": {"row": row, "column": column}}
@@ -221,7 +221,7 @@ def _table2_results(accuracies, mz_a=(0.85, 2.5)):
 
 
 def test_table2_report_mixes_r2_and_accuracy_in_the_papers_units():
-    from mzattn.repro.report import render
+    from mzattn.repro.report.report import render
     accuracies = {("MZAttn (ours)", "C"): 0.8, ("ST-Large", "C"): 0.82,
                   ("MZAttn (ours)", "E"): 0.7, ("ST-Large", "E"): 0.72}
     results = _table2_results(accuracies)
@@ -241,7 +241,7 @@ def test_table2_report_mixes_r2_and_accuracy_in_the_papers_units():
 
 
 def test_table3_figure_draws_the_across_d_panel_only_when_two_columns_ran(out, monkeypatch):
-    from mzattn.repro import figures
+    from mzattn.repro.report import figures
     drawn = []
     monkeypatch.setattr(figures, "_save", lambda fig, path: drawn.append(len(fig.axes)))
     SPEC.figure(Results(SPEC, load_records(out, SPEC.key)), "unused.png")

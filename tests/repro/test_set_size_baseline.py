@@ -21,9 +21,9 @@ def test_a_size_missing_from_training_gets_the_overall_mean():
 
 
 def test_the_table_notes_quote_the_scores_of_the_seed_0_splits(data_root, capsys):
-    from mzattn.repro.spec import SET_SIZE_NOTE
-    from mzattn.repro.table06_parameter_efficiency import SPEC as TABLE6
-    from mzattn.repro.table29_slot_attention import SPEC as TABLE29
+    from mzattn.repro.core.spec import SET_SIZE_NOTE
+    from mzattn.repro.tables.table06_parameter_efficiency import SPEC as TABLE6
+    from mzattn.repro.tables.table29_slot_attention import SPEC as TABLE29
     scores = baseline_scores(root=data_root)  # the tasks' defaults: 5K train, 1K test
     # E[max] and E[range] grow with n; E[sum] = E[median] = 0 at every n
     assert [f"{scores[task]:.3f}" for task in ("set_max", "set_range", "set_sum", "set_median")

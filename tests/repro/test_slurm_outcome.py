@@ -9,13 +9,19 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from mzattn.repro.cells import RECORD_VERSION, RunOptions, cell_config, cell_path, write_json_atomic
-from mzattn.repro.launch import CellRun, record_failure
-from mzattn.repro.options import SlurmOptions
-from mzattn.repro.runner import grid
-from mzattn.repro.tables import load_spec
+from mzattn.repro.core.registry import load_spec
+from mzattn.repro.engine.launch import CellRun, record_failure
+from mzattn.repro.engine.options import SlurmOptions
+from mzattn.repro.engine.runner import grid
+from mzattn.repro.training.cells import (
+    RECORD_VERSION,
+    RunOptions,
+    cell_config,
+    cell_path,
+    write_json_atomic,
+)
 
-slurm = pytest.importorskip("mzattn.repro.slurm")  # needs submitit (mzattn[repro])
+slurm = pytest.importorskip("mzattn.repro.engine.slurm")  # needs submitit (mzattn[repro])
 
 
 class _Exploit:

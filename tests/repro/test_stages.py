@@ -5,10 +5,11 @@ import subprocess
 import time
 
 import pytest
-from mzattn.repro import cells, faults
-from mzattn.repro.cells import cell_path, checkpoint_dir, read_record, run_cell
-from mzattn.repro.checkpoints import safe_load
-from mzattn.repro.stages import STAGES, reach
+from mzattn.repro.core import faults
+from mzattn.repro.training import cells
+from mzattn.repro.training.cells import cell_path, checkpoint_dir, read_record, run_cell
+from mzattn.repro.training.checkpoints import safe_load
+from mzattn.repro.training.stages import STAGES, reach
 
 from tests.repro.test_faults import SPEC, _cell, _start
 

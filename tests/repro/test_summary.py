@@ -1,11 +1,11 @@
 import os.path as osp
 
 import pytest
-from mzattn.repro.cells import RECORD_VERSION, Cell, cell_config, cell_path, write_json_atomic
 from mzattn.repro.cli import main
-from mzattn.repro.summary import (
+from mzattn.repro.report.summary import (
     README_BEGIN,
     README_END,
+    basis,
     begin_marker,
     folder_summaries,
     readme_folders,
@@ -14,7 +14,15 @@ from mzattn.repro.summary import (
     update_readme,
     verdict_table,
 )
-from mzattn.repro.table01_depth_separation import SPEC as TABLE1
+from mzattn.repro.tables.table01_depth_separation import SPEC as TABLE1
+from mzattn.repro.tables.table29_slot_attention import SPEC as TABLE29
+from mzattn.repro.training.cells import (
+    RECORD_VERSION,
+    Cell,
+    cell_config,
+    cell_path,
+    write_json_atomic,
+)
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 README = osp.join(ROOT, "README.md")
@@ -117,3 +125,14 @@ def test_the_claims_of_a_padded_run_get_rows_of_their_own_naming_the_batching(tm
     assert masked[0]["numbers"].startswith("MZAttn-1L L=4 0.95")
     assert padded[0]["numbers"].startswith("MZAttn-1L L=4 0.1 ")
     assert padded[0]["command"] == "mzattn-repro table1 --profile full --batching padded"
+
+
+def test_every_verdict_names_its_batching_and_the_readings_of_open_tasks():
+    assert basis(TABLE29, "masked", (("Set Transformer", "Max"), ("Deep Sets", "Sum"))) == \
+        "masked batching; readings: max entries, sum entries"
+    assert basis(TABLE29, "padded", (("Deep Sets", "Max [per-dim-sum]"),)) == \
+        "padded batching; readings: max per-dim-sum"
+    rows = summary_rows(osp.join(ROOT, "results", "full"), [TABLE1, TABLE29])
+    assert rows and all(row["basis"].startswith("masked batching; readings: ") for row in rows)
+    table = verdict_table({"results/full": rows})
+    assert "converged; masked batching; readings: quadratic_tdof d=32 |" in table

@@ -2,12 +2,20 @@ import numpy as np
 import pytest
 from mzattn.datasets.synthetic import get_config, load_task
 from mzattn.datasets.synthetic.tasks import unit_scaled
-from mzattn.repro.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
-from mzattn.repro.report import verdicts, write_report
-from mzattn.repro.results import Results
-from mzattn.repro.runner import run_table
-from mzattn.repro.summary import verdict_table
-from mzattn.repro.table03_sensitivity import (
+from mzattn.repro.analysis.target_statistics import (
+    design,
+    linear_fit_r2,
+    r2_score,
+    set_features,
+    split_statistics,
+)
+from mzattn.repro.engine.runner import run_table
+from mzattn.repro.report.claims import NOT_REPRODUCED, NOT_RUN, REPRODUCED
+from mzattn.repro.report.report import verdicts, write_report
+from mzattn.repro.report.results import Results
+from mzattn.repro.report.summary import verdict_table
+from mzattn.repro.report.verdicts import CONTRADICTED, INCONCLUSIVE, PIPELINE_ONLY
+from mzattn.repro.tables.table03_sensitivity import (
     MEAN_POOL,
     MZ,
     PMA_ROWS,
@@ -17,14 +25,6 @@ from mzattn.repro.table03_sensitivity import (
     pattern,
     table3_lines,
 )
-from mzattn.repro.target_statistics import (
-    design,
-    linear_fit_r2,
-    r2_score,
-    set_features,
-    split_statistics,
-)
-from mzattn.repro.verdicts import CONTRADICTED, INCONCLUSIVE, PIPELINE_ONLY
 
 # ------------------------------------------------------------ the data axis
 
@@ -170,7 +170,7 @@ def test_table3_report_points_to_the_study(tmp_path):
 
 
 def test_table3_report_names_the_profile_that_ran(monkeypatch):
-    from mzattn.repro.results import Results
+    from mzattn.repro.report.results import Results
     results = _results({"batch 256": EASY}, profile="full")
     assert results.fullest_profile() == "full" and _results({}).fullest_profile() == "quick"
     monkeypatch.setattr(Results, "load", classmethod(lambda cls, spec, out: results))

@@ -5,13 +5,13 @@ import sys
 import pytest
 from mzattn.baselines import build_model
 from mzattn.datasets.synthetic import get_config
-from mzattn.repro.cells import cell_path, read_record
-from mzattn.repro.lightning_module import output_channels
-from mzattn.repro.paper_values import TABLES
-from mzattn.repro.real_data import is_real
-from mzattn.repro.runner import grid, run_table
-from mzattn.repro.spec import PROFILES
-from mzattn.repro.tables import TABLE_MODULES, list_tables, load_spec
+from mzattn.repro.core.registry import TABLE_MODULES, list_tables, load_spec
+from mzattn.repro.core.spec import PROFILES
+from mzattn.repro.engine.runner import grid, run_table
+from mzattn.repro.report.paper_values import TABLES
+from mzattn.repro.training.cells import cell_path, read_record
+from mzattn.repro.training.lightning_module import output_channels
+from mzattn.repro.training.real_data import is_real
 
 KEYS = list(TABLE_MODULES)
 # Tables on real datasets, and the real columns of Table 2: their specs are
@@ -23,7 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_every_table_has_a_script():
     assert list_tables() == KEYS
-    assert os.path.exists(os.path.join(REPO, "repro", "egnn_comparison.py"))
+    assert os.path.exists(os.path.join(REPO, "repro", "tables", "egnn_comparison.py"))
     assert TABLE_MODULES["table7"] == "egnn_comparison"
 
 
@@ -66,7 +66,7 @@ def test_table_smoke_full_grid(key, tmp_path, options):
 
 
 def test_egnn_comparison_runs_as_a_plain_script(tmp_path, data_root):
-    script = os.path.join(REPO, "repro", "egnn_comparison.py")
+    script = os.path.join(REPO, "repro", "egnn_comparison.py")  # the path the project promises
     command = [sys.executable, script, "--profile", "smoke", "--models", "mz-full",
                "--columns", "Quadratic TDOF L=4", "--out", str(tmp_path), "--device", "cpu",
                "--data-root", data_root, "--no-progress"]
@@ -80,8 +80,8 @@ def test_egnn_comparison_runs_as_a_plain_script(tmp_path, data_root):
 
 
 def test_reading_variant_names_the_reading_and_keeps_the_papers_numbers():
-    from mzattn.repro.analysis.readings import find_reading
-    from mzattn.repro.spec import Column, reading_variant
+    from mzattn.repro.core.readings import find_reading
+    from mzattn.repro.core.spec import Column, reading_variant
     column = Column("RotMatch", "task_f", {"d": 8})
     variant = reading_variant(column, find_reading("task_f", "unaligned-sum"))
     assert variant.label == "RotMatch [unaligned-sum]" and variant.variant_of == "RotMatch"
@@ -94,7 +94,7 @@ def test_reading_variant_names_the_reading_and_keeps_the_papers_numbers():
 
 
 def test_a_plain_script_help_names_it_and_gives_profile_cells_and_folder():
-    script = os.path.join(REPO, "repro", "egnn_comparison.py")
+    script = os.path.join(REPO, "repro", "tables", "egnn_comparison.py")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     done = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True,
                           timeout=300, env=env)

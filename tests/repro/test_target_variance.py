@@ -6,9 +6,9 @@ from mzattn.repro.analysis.target_variance import (
     paper_variances,
     same_scale,
 )
-from mzattn.repro.spec import TASK_READINGS, column_reading
-from mzattn.repro.table02_main import SPEC as TABLE2
-from mzattn.repro.table06_parameter_efficiency import SPEC as TABLE6
+from mzattn.repro.core.spec import TASK_READINGS, column_reading
+from mzattn.repro.tables.table02_main import SPEC as TABLE2
+from mzattn.repro.tables.table06_parameter_efficiency import SPEC as TABLE6
 
 
 def test_the_papers_rows_agree_on_each_target_variance():

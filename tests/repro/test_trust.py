@@ -5,7 +5,13 @@ import shutil
 
 import pytest
 import torch
-from mzattn.repro.cells import (
+from mzattn.repro.cli import main
+from mzattn.repro.core.spec import Column
+from mzattn.repro.report.report import write_report
+from mzattn.repro.report.results import Results
+from mzattn.repro.report.trust import doubt
+from mzattn.repro.tables.table03_meb import SPEC
+from mzattn.repro.training.cells import (
     Cell,
     RunOptions,
     cell_data,
@@ -14,12 +20,6 @@ from mzattn.repro.cells import (
     metrics_digest,
     run_cell,
 )
-from mzattn.repro.cli import main
-from mzattn.repro.report import write_report
-from mzattn.repro.results import Results
-from mzattn.repro.spec import Column
-from mzattn.repro.table03_meb import SPEC
-from mzattn.repro.trust import doubt
 
 ROW, COLUMN = SPEC.rows[0], SPEC.column("d=8")  # Standard, d=8
 

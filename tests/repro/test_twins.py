@@ -7,9 +7,16 @@ import sys
 
 import pytest
 from mzattn.repro.campaign import _finished_twin
-from mzattn.repro.cells import Cell, cell_config, cell_path, log_path, read_record, run_cell
-from mzattn.repro.tables import load_spec
-from mzattn.repro.twins import find_twin, run_lock_path, run_of
+from mzattn.repro.core.registry import load_spec
+from mzattn.repro.training.cells import (
+    Cell,
+    cell_config,
+    cell_path,
+    log_path,
+    read_record,
+    run_cell,
+)
+from mzattn.repro.training.twins import find_twin, run_lock_path, run_of
 
 
 def _egnn(table: str, column: str) -> tuple:

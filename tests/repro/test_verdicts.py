@@ -1,18 +1,24 @@
 import pytest
-from mzattn.repro.cells import RECORD_VERSION, Cell, cell_config, cell_path, write_json_atomic
-from mzattn.repro.convergence import STALL_EPOCHS, best_change, convergence
-from mzattn.repro.report import verdicts, write_report
-from mzattn.repro.results import Results, load_records
-from mzattn.repro.table03_meb import SPEC
-from mzattn.repro.table06_parameter_efficiency import SPEC as TABLE6
-from mzattn.repro.table08_matrix_generators import SPEC as TABLE8
-from mzattn.repro.table29_slot_attention import SPEC as TABLE29
-from mzattn.repro.verdicts import (
+from mzattn.repro.report.convergence import STALL_EPOCHS, best_change, convergence
+from mzattn.repro.report.report import verdicts, write_report
+from mzattn.repro.report.results import Results, load_records
+from mzattn.repro.report.verdicts import (
     CONTRADICTED,
     INCONCLUSIVE,
     NOT_RUN,
     PIPELINE_ONLY,
     REPRODUCED,
+)
+from mzattn.repro.tables.table03_meb import SPEC
+from mzattn.repro.tables.table06_parameter_efficiency import SPEC as TABLE6
+from mzattn.repro.tables.table08_matrix_generators import SPEC as TABLE8
+from mzattn.repro.tables.table29_slot_attention import SPEC as TABLE29
+from mzattn.repro.training.cells import (
+    RECORD_VERSION,
+    Cell,
+    cell_config,
+    cell_path,
+    write_json_atomic,
 )
 
 

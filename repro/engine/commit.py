@@ -1,0 +1,132 @@
+r"""Commit finished cells to the git repository that holds their results
+folder, as they finish (:obj:`mzattn-repro campaign NAME --commit`).
+
+A campaign takes many sessions, and a session can end at any moment. With
+:obj:`--commit`, every finished cell is in the repository's history minutes
+after it finishes, however the run ends: after each cell,
+:meth:`ResultsRepository.commit_finished` rebuilds the folder's
+:obj:`SUMMARY.md` and commits every finished cell file that git does not
+track yet (this cell's, and any that an earlier run or a failed commit left
+behind) with its CSV log, and the folder's tracked files that changed (the
+rebuilt reports and figures). The partial logs of cells still running stay
+untracked, to be committed with their cell; nothing outside the folder is
+committed, so other changes of the repository, staged or not, stay as they
+are. The one exception is a README named by :obj:`--readme`: its verdict
+table is rebuilt from the folders its marker lists and committed with the
+cell, so that every commit's README agrees with its results, unless the
+README has changes of the user's, which are never committed.
+"""
+import os
+import os.path as osp
+import subprocess
+
+from mzattn.repro.report.summary import (
+    folder_summaries,
+    readme_folders,
+    specs_in,
+    summary_rows,
+    update_readme,
+    write_summary,
+)
+
+
+class ResultsRepository:
+    r"""The git repository that holds results folder :obj:`out`, and
+    optionally the README whose verdict table is built from it.
+
+    Raises :class:`ValueError` naming the folder when it is not inside a
+    git work tree, or when git ignores the cell files under it (as
+    :obj:`results/smoke/`); naming :obj:`readme` when git does not track it
+    in this repository or its verdict region does not list :obj:`out`.
+    """
+
+    def __init__(self, out: str, readme: str | None = None) -> None:
+        os.makedirs(out, exist_ok=True)
+        self.out = osp.abspath(out)
+        try:
+            self.root = self._git("rev-parse", "--show-toplevel", cwd=self.out).strip()
+        except RuntimeError as error:
+            raise ValueError(f"--commit: {out} is not inside a git repository "
+                             f"({error})") from None
+        probe = osp.join(self.out, "table", "cells", "cell.json")
+        if subprocess.run(["git", "check-ignore", "-q", probe], cwd=self.root).returncode == 0:
+            raise ValueError(f"--commit: git ignores the cell files under {out} "
+                             f"(see `git check-ignore -v {probe}`)")
+        self.readme = None if readme is None else self._check_readme(readme)
+
+    def _check_readme(self, readme: str) -> str:
+        path = osp.abspath(readme)
+        try:
+            self._git("ls-files", "--error-unmatch", "--", path)
+        except RuntimeError:
+            raise ValueError(f"--readme: git does not track {readme} in the repository "
+                             f"of {self.root}") from None
+        folders = [osp.realpath(folder) for folder in readme_folders(path)]
+        if osp.realpath(self.out) not in folders:
+            raise ValueError(f"--readme: the verdict table of {readme} is built from "
+                             f"{', '.join(folders)}, not from {self.out}")
+        return path
+
+    def uncommitted_cells(self) -> list[str]:
+        r"""Finished cell files under the folder that git does not track,
+        sorted, relative to the repository's root."""
+        return [path for path in self._untracked() if _kind(path) == "cells"]
+
+    def commit_finished(self, subject: str) -> list[str]:
+        r"""Rebuilds the folder's summary and commits the cells of
+        :meth:`uncommitted_cells` with the folder's other new or changed
+        files (their logs, reports, figures; not the logs of cells still
+        running), as one commit :obj:`"{subject}: {cell ids}"`. Returns the
+        cells committed (none: no commit)."""
+        if not self.uncommitted_cells():
+            return []
+        self._write_summary()
+        untracked = self._untracked()
+        cells = [path for path in untracked if _kind(path) == "cells"]
+        self._git("add", "--", *(path for path in untracked if _kind(path) != "logs"
+                                 or osp.exists(osp.join(self.root, _cell_of(path)))))
+        names = ", ".join(osp.splitext(osp.basename(cell))[0] for cell in cells)
+        self._git("commit", "-q", "-m", f"{subject}: {names}", "--",
+                  osp.relpath(self.out, self.root), *self._rebuilt_readme())
+        return cells
+
+    def readme_edited(self) -> bool:
+        r"""Whether the README has changes, staged or not, that are not
+        committed: then it is left as it is, for the user to commit."""
+        return self.readme is not None and bool(
+            self._git("status", "--porcelain", "--", self.readme).strip())
+
+    def _rebuilt_readme(self) -> list[str]:
+        # the README's path when its verdict table goes into this commit
+        if self.readme is None or self.readme_edited():
+            return []
+        update_readme(self.readme, folder_summaries(readme_folders(self.readme)))
+        return [osp.relpath(self.readme, self.root)]
+
+    def _untracked(self) -> list[str]:
+        listed = self._git("ls-files", "--others", "--exclude-standard", "--",
+                           osp.relpath(self.out, self.root))
+        return sorted(line for line in listed.splitlines() if line)
+
+    def _write_summary(self) -> None:
+        write_summary(self.out, summary_rows(self.out, specs_in(self.out)))
+
+    def _git(self, *args: str, cwd: str | None = None) -> str:
+        done = subprocess.run(["git", *args], cwd=cwd or self.root, capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"git {args[0]}: {done.stderr.strip() or done.stdout.strip()}")
+        return done.stdout
+
+
+def _kind(path: str) -> str:
+    # "cells" for {table}/cells/{id}.json, "logs" for {table}/logs/{id}.csv (cells.py's layout)
+    folder = osp.basename(osp.dirname(path))
+    return folder if (folder, osp.splitext(path)[1]) in (("cells", ".json"),
+                                                          ("logs", ".csv")) else ""
+
+
+def _cell_of(log: str) -> str:
+    # {table}/logs/{id}.csv -> {table}/cells/{id}.json
+    stem = osp.splitext(osp.basename(log))[0]
+    return osp.join(osp.dirname(osp.dirname(log)), "cells", f"{stem}.json")

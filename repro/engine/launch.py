@@ -1,0 +1,328 @@
+r"""Dispatch of cells: one way to run a list of cells, the same for every
+table, :obj:`mzattn-repro campaign` and the tests (DESIGN §10, Execution).
+
+* :obj:`--launcher local --jobs 1` runs the cells one after another in this
+  process (the historical behaviour).
+* :obj:`--launcher local --jobs N` runs N cells at a time on a pool of N
+  long-lived worker processes (:mod:`.pool`), with the CPU threads split
+  between them; each worker imports the harness once and runs one cell
+  after another, and the costliest cells start first (:mod:`.cost`). On
+  a machine with GPUs each worker is pinned to one visible GPU and
+  :obj:`--cells-per-gpu K` workers share one (the default :obj:`--jobs`
+  is then GPUs × K).
+* :obj:`--launcher slurm` submits the cells to SLURM through
+  :obj:`submitit`, one job array per table (:mod:`.slurm`).
+
+Tables and the campaign call :func:`launch`, the analysis studies'
+trainings (:mod:`mzattn.repro.analysis.training`) the :func:`dispatch` underneath it:
+both dispatch :class:`Run` objects the same way. For a table every path
+calls :func:`~mzattn.repro.training.cells.run_cell`, so a cell keeps its
+semantics: one atomic JSON, finished cells skipped, a killed cell resumed
+from its :obj:`last.ckpt`, a failed cell recorded while the others go on.
+The dispatcher prints the progress (cells done / running / failed /
+queued) as it changes and rebuilds a table's report once its cells end.
+"""
+import os
+import os.path as osp
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from mzattn.repro.core.envinfo import environment_record
+from mzattn.repro.core.faults import Interrupted, stop_on_signals
+from mzattn.repro.training.cells import (
+    RECORD_VERSION,
+    Cell,
+    RecordError,
+    RunOptions,
+    cell_config,
+    cell_path,
+    is_finished,
+    read_record,
+    run_cell,
+    write_json_atomic,
+)
+
+from .cost import by_cost
+from .options import LAUNCHERS, LaunchOptions
+from .pool import WorkerPool, pin
+from .runs import Progress, Run, cell_key, say
+
+TIMING_KEYS = ("wall_time_s", "finished_at", "epoch_time_s")
+r"""Record fields that differ between two runs of the same cell."""
+
+
+def outcome(record: dict[str, Any]) -> dict[str, Any]:
+    r""":obj:`record` without its timings (:obj:`TIMING_KEYS`, also in its
+    history): what every launcher must produce identically."""
+    kept = {k: v for k, v in record.items() if k not in TIMING_KEYS}
+    if "history" in kept:
+        kept["history"] = [outcome(row) for row in kept["history"]]
+    return kept
+
+
+@dataclass(frozen=True)
+class CellRun:
+    r"""One cell to run (a :class:`Run`), picklable: calling it in any
+    process runs :func:`~mzattn.repro.training.cells.run_cell` with :obj:`threads`
+    torch threads on GPU :obj:`gpu` (if given) and returns the cell's
+    status: :obj:`"ok"`, :obj:`"failed"`, :obj:`"skipped"` (finished
+    before) or :obj:`"busy"` (another process holds it)."""
+    cell: Cell
+    profile: str
+    out: str
+    options: RunOptions
+    threads: int | None = None
+    gpu: str | None = None
+
+    def __call__(self) -> str:
+        from mzattn.repro.core.quiet import quiet_libraries
+        from mzattn.repro.core.registry import load_spec
+        quiet_libraries(self.options.progress)
+        pin(self.gpu, self.threads)  # before CUDA starts: this process sees one GPU
+        record = run_cell(load_spec(self.cell.table), self.cell, self.profile, self.out,
+                          self.options)
+        return "skipped" if record.get("skipped") else record["status"]
+
+    def finished(self) -> bool:
+        r"""Whether the cell's JSON holds a finished run of its configuration."""
+        from mzattn.repro.core.registry import load_spec
+        config = cell_config(load_spec(self.cell.table), self.cell, self.profile)
+        return is_finished(readable_record(self.cell, self.out), config)
+
+    def fail(self, reason: str) -> str:
+        r"""Records the cell as failed for :obj:`reason`
+        (:func:`record_failure`) and returns its status."""
+        return record_failure(self.cell, self.profile, self.out, reason)["status"]
+
+    def outcome(self) -> str | None:
+        r""":obj:`"ok"` when the cell's JSON holds a finished run of its
+        configuration, :obj:`"failed"` when it records a failure of it."""
+        if self.finished():
+            return "ok"
+        record = readable_record(self.cell, self.out)
+        failed = record is not None and record.get("status") == "failed"
+        return "failed" if failed else None
+
+    def cost(self) -> float | None:
+        r"""Estimated seconds to train the cell to its epoch cap
+        (:func:`~mzattn.repro.engine.cost.training_cost`)."""
+        from mzattn.repro.core.registry import load_spec
+
+        from .cost import training_cost
+        config = cell_config(load_spec(self.cell.table), self.cell, self.profile)
+        training = config["training"]
+        return training_cost(model=config["model"], overrides=config["model_overrides"],
+                             task=config["task"], task_overrides=config["task_overrides"],
+                             max_epochs=training["max_epochs"])
+
+
+def record_failure(cell: Cell, profile: str, out: str, reason: str) -> dict[str, Any]:
+    r"""Records :obj:`cell` as failed for :obj:`reason` (a scheduler error,
+    a killed worker) unless its JSON already holds a finished run, prints
+    the reason and returns the record."""
+    from mzattn.repro.core.registry import load_spec
+    previous = readable_record(cell, out)
+    if previous is not None and previous.get("status") == "ok":
+        return previous
+    say(f"{cell.table} {cell.cell_id}: failed: {reason}")
+    record = {"version": RECORD_VERSION, "profile": profile, "cell_id": cell.cell_id,
+              "status": "failed", "config": cell_config(load_spec(cell.table), cell, profile),
+              "error": reason} | environment_record()
+    write_json_atomic(record, cell_path(out, cell))
+    return record
+
+
+def readable_record(cell: Cell, out: str) -> dict[str, Any] | None:
+    r"""The record of :obj:`cell`, or :obj:`None` when it has none or an
+    unreadable one (which :func:`~mzattn.repro.training.cells.run_cell` sets aside)."""
+    try:
+        return read_record(cell_path(out, cell))
+    except RecordError:
+        return None
+
+
+def default_threads(jobs: int) -> int:
+    r"""Torch threads of one of :obj:`jobs` cells running at once: this
+    machine's CPUs (those this process may use) split evenly, at least one."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cpus or 1) // jobs)
+
+
+def gpu_slots(jobs: int, cells_per_gpu: int, devices: Sequence[str]) -> list[str | None]:
+    r"""The GPU of each of :obj:`jobs` local slots, as an entry of
+    :obj:`CUDA_VISIBLE_DEVICES`: slot :obj:`i` uses :obj:`devices[i //
+    cells_per_gpu]` (round robin past the last), or :obj:`None` for every
+    slot when :obj:`devices` is empty."""
+    if not devices:
+        return [None] * jobs
+    return [devices[(slot // cells_per_gpu) % len(devices)] for slot in range(jobs)]
+
+
+def visible_devices(count: int) -> list[str]:
+    r"""The :obj:`count` GPUs this process sees, each as the entry of
+    :obj:`CUDA_VISIBLE_DEVICES` that names it to a child process: the
+    entries already set (by a scheduler, say :obj:`"2,3"`), else
+    :obj:`"0"` to :obj:`count - 1`."""
+    given = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    return given[:count] if len(given) >= count else [str(i) for i in range(count)]
+
+
+def _visible_gpus(options: RunOptions) -> int:
+    if options.accelerator == "cpu":
+        return 0
+    import torch
+    return torch.cuda.device_count()
+
+
+def _exit_reason(code: int) -> str:
+    if code < 0:
+        name = signal.Signals(-code).name
+        hint = " (out of memory?)" if -code == signal.SIGKILL else ""
+        return f"its worker process was killed by {name}{hint}"
+    return f"its worker process exited with status {code}"
+
+
+def run_in_process(runs: Sequence[Run], on_done: Callable[[Any, str], None]) -> None:
+    r"""Runs :obj:`runs` one after another in this process."""
+    progress = Progress("cells", [run.cell for run in runs])
+    for run in runs:
+        progress.set(run.cell, "running")
+        status = run()
+        progress.end(run.cell, status)
+        on_done(run.cell, status)
+
+
+def run_in_processes(runs: Sequence[Run], slots: Sequence[str | None],
+                     on_done: Callable[[Any, str], None], threads: int | None = None) -> None:
+    r"""Runs :obj:`runs` on a :class:`~mzattn.repro.engine.pool.WorkerPool`: one
+    long-lived worker process per slot, pinned to the slot's GPU (if any)
+    and to :obj:`threads` torch threads, which imports the harness once and
+    runs one cell after another. A worker that dies (killed, out of
+    memory) fails its cell only (:meth:`Run.fail`) and its slot gets a
+    fresh worker. SIGTERM or SIGINT here is passed on to every worker,
+    which stops its cell as a table run does
+    (:mod:`~mzattn.repro.core.faults`), and raises
+    :class:`~mzattn.repro.core.faults.Interrupted` once they have ended (a
+    second signal meanwhile is ignored; a worker that does not stop within
+    :obj:`~mzattn.repro.engine.pool.STOP_GRACE_S` is killed). The workers also
+    end when this process is killed (SIGKILL included)."""
+    queue = list(runs)
+    progress = Progress("cells", [run.cell for run in queue])
+    pool = WorkerPool(slots, threads)
+    with stop_on_signals():
+        try:
+            pool.start(len(queue))  # the workers warm up together
+            while queue or pool.running():
+                for slot in pool.idle()[:len(queue)]:
+                    run = replace(queue.pop(0), gpu=pool.slots[slot])
+                    pool.submit(slot, run)
+                    progress.set(run.cell, "running")
+                for ended in pool.wait():
+                    status = ended.status if ended.status is not None else \
+                        ended.job.fail(_exit_reason(ended.exit_code))
+                    progress.end(ended.job.cell, status)
+                    on_done(ended.job.cell, status)
+            pool.close()
+        except BaseException as stop:  # Interrupted, or an error here: stop the cells
+            pool.stop(stop.signum if isinstance(stop, Interrupted) else signal.SIGTERM)
+            raise
+
+
+def in_process(launch_options: LaunchOptions, options: RunOptions) -> bool:
+    r"""Whether :obj:`launch_options` run the cells in this process: the
+    local launcher, one job, at most one GPU."""
+    return launch_options.launcher == "local" and launch_options.jobs <= 1 \
+        and (launch_options.jobs == 1 or _visible_gpus(options) <= 1)
+
+
+def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | None = None,
+           launch_options: LaunchOptions | None = None, *,
+           report_each_cell: bool = False, keep_order: bool = False,
+           after_cell: Callable[[Cell, str], None] | None = None) -> dict[str, str]:
+    r"""Runs :obj:`cells` as :obj:`launch_options` says (:func:`dispatch`;
+    in their order if :obj:`keep_order`), rebuilds the report of each table
+    once its last cell has ended (after each of its cells if
+    :obj:`report_each_cell`), calls :obj:`after_cell(cell, status)` after
+    that, and returns every cell's status by :func:`cell_key`
+    (:class:`CellRun`)."""
+    options = options or RunOptions()
+    launch_options = launch_options or LaunchOptions()
+    statuses: dict[str, str] = {}
+    left = {table: sum(c.table == table for c in cells) for table in {c.table for c in cells}}
+
+    def on_done(cell: Cell, status: str) -> None:
+        statuses[cell_key(cell)] = status
+        left[cell.table] -= 1
+        if left[cell.table] == 0 or (report_each_cell and status in ("ok", "failed")):
+            _write_report(cell.table, out, cell.batching)
+        if after_cell is not None:
+            after_cell(cell, status)
+
+    dispatch([CellRun(cell, profile, out, options) for cell in cells], options, launch_options,
+             on_done, keep_order=keep_order)
+    return statuses
+
+
+def dispatch(runs: Sequence[Run], options: RunOptions, launch_options: LaunchOptions,
+             on_done: Callable[[Any, str], None], *, keep_order: bool = False) -> None:
+    r"""Runs :obj:`runs` (:class:`Run`: table cells, analysis trainings)
+    as :obj:`launch_options` says, on the devices of :obj:`options`, and
+    calls :obj:`on_done(run.cell, status)` as each ends; those that
+    finished before end at once as :obj:`"skipped"`. A pool of N workers
+    starts the costliest runs first (:func:`~mzattn.repro.engine.cost.by_cost`)
+    unless :obj:`keep_order` (a campaign's priorities), and so does a SLURM
+    job array that holds more runs than its :obj:`--slurm-array-parallelism`
+    (SLURM starts the waiting tasks of an array in index order)."""
+    runs = _unfinished(runs, on_done)
+    if launch_options.launcher == "slurm":
+        try:
+            from .slurm import run_on_slurm
+        except ModuleNotFoundError as error:
+            raise ValueError("'--launcher slurm' needs submitit: pip install "
+                             "'mzattn[repro]'") from error
+        slurm = launch_options.slurm  # the nodes see the results folder by its absolute path
+        runs = _costliest_first(runs, slurm.parallelism, keep_order)
+        run_on_slurm([replace(run, out=osp.abspath(run.out), threads=slurm.cpus)
+                      for run in runs], slurm, on_done)
+        return
+    if launch_options.launcher != "local":
+        raise ValueError(f"unknown launcher {launch_options.launcher!r}; "
+                         f"choose from {', '.join(LAUNCHERS)}")
+    if in_process(launch_options, options):
+        run_in_process([replace(run, threads=launch_options.threads) for run in runs], on_done)
+        return
+    gpus = _visible_gpus(options)
+    jobs = launch_options.jobs or max(1, gpus * launch_options.cells_per_gpu)
+    threads = launch_options.threads or default_threads(jobs)
+    slots = gpu_slots(jobs, launch_options.cells_per_gpu, visible_devices(gpus))
+    runs = _costliest_first(runs, jobs, keep_order)
+    run_in_processes([replace(run, threads=threads) for run in runs], slots, on_done, threads)
+
+
+def _costliest_first(runs: list[Run], at_once: int, keep_order: bool) -> list[Run]:
+    # When more runs wait than run at once, the costliest start first, so that no costly run
+    # starts last and ends the sweep alone (longest-processing-time-first).
+    if keep_order or len(runs) <= at_once:
+        return runs
+    return by_cost(runs)
+
+
+def _unfinished(runs: Sequence[Run], on_done: Callable[[Any, str], None]) -> list[Run]:
+    # finished runs end here as "skipped": no process, no array task
+    todo = []
+    for run in runs:
+        if run.finished():
+            on_done(run.cell, "skipped")
+        else:
+            todo.append(run)
+    if len(todo) < len(runs):
+        say(f"{len(runs) - len(todo)} of {len(runs)} cells finished before: skipped")
+    return todo
+
+
+def _write_report(table: str, out: str, batching: str) -> None:
+    from mzattn.repro.core.registry import load_spec
+    from mzattn.repro.report.report import write_report
+    say(f"report: {write_report(load_spec(table), out, batching)}")

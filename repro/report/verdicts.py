@@ -1,0 +1,133 @@
+r"""Published verdicts: a claim's check, judged by the runs behind it.
+
+A claim's check (:mod:`mzattn.repro.report.claims`) only compares numbers. Its
+verdict also asks whether those numbers can decide the claim. A check
+decides only on runs that can: every cell behind it ran under the paper's
+protocol (profile :obj:`full`: the paper's split sizes, batch, optimiser
+and epoch cap) and converged (:func:`mzattn.repro.report.convergence.convergence`),
+for every seed, on a column whose target the paper defines.
+
+- **reproduced**: every condition holds, on cells that can decide;
+- **contradicted**: a condition fails, and the cells behind the failing
+  conditions can decide;
+- **inconclusive**: the check passes or fails, but some cell behind it ran
+  at a reduced budget, did not converge, or sits on a column whose target is
+  our reading: of an undefined one, or of a task whose own numbers in the
+  paper come from another (:func:`~mzattn.repro.core.spec.column_reading`); the reasons name
+  the cells. Also a check that holds on the cells that ran while some of its
+  cells have not run (the check's :obj:`"partly run"`);
+- **not run**: no condition of the check could be evaluated: the cells it
+  needs have no finished run;
+- **pipeline check only**: every record is from the :obj:`smoke` profile,
+  which checks that the pipeline runs, not what it computes (a claim whose
+  cells did not run stays "not run").
+"""
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from mzattn.repro.core.spec import Verdict, column_reading
+
+from .claims import NOT_REPRODUCED, NOT_RUN, PARTLY_RUN, REPRODUCED
+from .convergence import convergence
+from .results import Results
+
+CONTRADICTED, INCONCLUSIVE, PIPELINE_ONLY = "contradicted", "inconclusive", \
+    "pipeline check only"
+VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_RUN, PIPELINE_ONLY)
+r"""Every published verdict."""
+
+PARTLY_RUN_REASON = "the cells marked ? have not run"
+r"""Why a check that holds on the cells that ran cannot decide."""
+
+DECIDING_PROFILE = "full"
+r"""The only profile whose converged cells can decide a claim."""
+
+Cell = tuple[str, str]
+
+
+def cell_state(record: dict[str, Any]) -> str | None:
+    r"""Why :obj:`record` cannot decide a claim, or :obj:`None` if it can
+    (profile :obj:`full` and converged)."""
+    state = convergence(record)
+    if record.get("profile") != DECIDING_PROFILE:
+        return f"{record.get('profile')} profile; {state.reason}"
+    return None if state.converged else state.reason
+
+
+def _readings(results: Results, cells: Iterable[Cell]) -> list[str]:
+    # "A, B: targets are our reading (...)" for the columns of cells the paper leaves
+    # undefined, one line per reading.
+    columns: dict[str, list[str]] = {}
+    for column in (results.spec.column(label) for label in sorted({c for _, c in cells})):
+        if reading := column_reading(column):
+            columns.setdefault(reading, []).append(column.label)
+    return [f"{', '.join(labels)}: {'targets are' if len(labels) > 1 else 'target is'} our "
+            f"reading ({reading})" for reading, labels in columns.items()]
+
+
+def _unsettled(results: Results, cells: Iterable[Cell]) -> tuple[list[str], int]:
+    # "row column [seed s]: reason" for every record that cannot decide; and the record count.
+    reasons, count = [], 0
+    for row, column in sorted(set(cells)):
+        for record in results.records(row, column):
+            count += 1
+            reason = cell_state(record)
+            if reason is not None:
+                seed = record.get("config", {}).get("seed")
+                reasons.append(f"{row} {column} (seed {seed}): {reason}")
+    return reasons, count
+
+
+def convergence_summary(results: Results, cells: Iterable[Cell]) -> str:
+    r"""E.g. :obj:`"4/6 runs at the paper's protocol and converged"`."""
+    reasons, count = _unsettled(results, cells)
+    return f"{count - len(reasons)}/{count} runs at the paper's protocol and converged" \
+        if count else ""
+
+
+def decide(results: Results, check: Verdict, read: set[Cell]) -> Verdict:
+    r"""The published verdict of a claim whose check returned :obj:`check`
+    after reading the cells :obj:`read` (:meth:`Results.tracking`): a pass
+    rests on every cell read, a failure on the cells of its failing
+    conditions."""
+    summary, (missing, total) = convergence_summary(results, read), check.not_run
+    if summary and missing:  # a check decided, or waiting, while some of it has not run
+        summary += f"; {missing} of {total} conditions not run"
+    check = replace(check, read=tuple(sorted(read)), convergence=summary)
+    if results.profiles == ["smoke"] and check.status != NOT_RUN:
+        return replace(check, status=PIPELINE_ONLY)
+    if check.status not in (REPRODUCED, NOT_REPRODUCED, PARTLY_RUN):
+        return check
+    passed = check.status != NOT_REPRODUCED  # a partly run check holds on what ran
+    behind = read if passed or check.cells is None else check.cells
+    reasons = [PARTLY_RUN_REASON] * (check.status == PARTLY_RUN) + \
+        _readings(results, behind) + _unsettled(results, behind)[0]
+    if not reasons:
+        return replace(check, status=REPRODUCED if passed else CONTRADICTED)
+    return _inconclusive(check, reasons)
+
+
+def decide_study(check: Verdict, profiles: list[str], why: str | None = None) -> Verdict:
+    r"""The published verdict of an analysis claim (Tables 19-21, the TDOF
+    probes, Table 3's sensitivity study), checked on study records whose
+    models keep no learning curve, or whose claim is about the study rather
+    than the paper: it is never decided, whether the check passes or fails
+    (:obj:`why` says why at the paper's protocol)."""
+    if profiles == ["smoke"] and check.status != NOT_RUN:
+        return replace(check, status=PIPELINE_ONLY)
+    if check.status not in (REPRODUCED, NOT_REPRODUCED, PARTLY_RUN):
+        return check
+    why = "reduced profile" if profiles != [DECIDING_PROFILE] else \
+        why or "the study's models keep no learning curve to judge convergence"
+    return _inconclusive(check, [PARTLY_RUN_REASON] * (check.status == PARTLY_RUN) + [why])
+
+
+def _inconclusive(check: Verdict, reasons: list[str]) -> Verdict:
+    # The check's outcome, and why the runs behind it cannot decide (the first four reasons).
+    shown = "; ".join(reasons[:4]) + (f"; and {len(reasons) - 4} more" if len(reasons) > 4
+                                       else "")
+    outcome = {REPRODUCED: "the check passes", PARTLY_RUN: "the check holds on the cells that ran"
+               }.get(check.status, "the check fails")
+    detail = f"{check.detail} — {outcome}" if check.detail else outcome.capitalize()
+    return replace(check, status=INCONCLUSIVE, detail=f"{detail}, but cannot decide: {shown}")
