@@ -85,7 +85,7 @@ def _array_order(out: str) -> list[str]:
 
 def test_a_capped_array_starts_its_cells_in_index_order(tmp_path):
     # One task at a time (%1): SLURM runs them in index order, which the launcher made the
-    # costliest first (tests/repro/test_cost.py checks that order).
+    # costliest first (tests/repro/engine/test_cost.py checks that order).
     out = str(tmp_path / "capped")
     assert _run(out, *SLURM, "--slurm-array-parallelism", "1").returncode == 0
     order = _array_order(out)

@@ -105,3 +105,13 @@ def test_repro_rooms_import_only_the_rooms_below():
               if source.startswith('mzattn.repro') and target.startswith('mzattn.repro')
               and ROOMS.index(_room(target)) < ROOMS.index(_room(source))]
     assert not upward, 'imports against the rooms\' order:\n' + '\n'.join(upward)
+
+
+def test_the_harness_tests_mirror_the_rooms():
+    tests = ROOT / 'tests' / 'repro'
+    rooms = {path.parent.name for path in tests.glob('*/__init__.py')}
+    assert rooms <= set(ROOMS) - {''}, 'a folder of tests/repro/ that is not a room of repro/'
+    top = {path.stem for path in tests.glob('test_*.py')}
+    modules = {path.stem for path in (ROOT / 'repro').glob('*.py')}
+    misplaced = sorted(name for name in top if name.removeprefix('test_') not in modules)
+    assert not misplaced, f'tests of a room go in its folder of tests/repro/: {misplaced}'

@@ -7,7 +7,7 @@ import torch
 from mzattn.repro.training.cells import checkpoint_dir, run_cell
 from mzattn.repro.training.checkpoints import safe_load
 
-from tests.repro.test_faults import _cell, faulty_table
+from tests.repro.core.test_faults import _cell, faulty_table
 
 
 def _keep(options):

@@ -18,7 +18,7 @@ KEYS = list(TABLE_MODULES)
 # checked in test_real_tables.py.
 SYNTHETIC_KEYS = [key for key in KEYS
                   if not all(is_real(column.task) for column in load_spec(key).columns)]
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def test_every_table_has_a_script():

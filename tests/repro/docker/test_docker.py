@@ -35,7 +35,7 @@ from mzattn.repro.docker import docker_driver as dd
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DOCKERFILE = ROOT / dd.DOCKERFILE
 CONTAINER_ID = "c0ffee0123"
 
@@ -360,7 +360,7 @@ CONTEXT_FILES = {
     ".pytest_cache/v/cache/lastfailed": False, ".ruff_cache/0.6/x": False,
     "mzattn.egg-info/PKG-INFO": False, "build/lib/mzlayers/mab.py": False,
     "checkpoints/last.ckpt": False, "mzlayers/old.ckpt": False, ".cache/torch/hub/x": False,
-    "tests/repro/test_docker.py": False, "docs/docker.md": False, ".ci/run": False,
+    "tests/repro/docker/test_docker.py": False, "docs/docker.md": False, ".ci/run": False,
     "docker/engine_test.py": False, "docker/cpu-base/Dockerfile": False,
     "docker/requirements.py": True,
     # secrets, at the top and deeper

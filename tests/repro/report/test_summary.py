@@ -24,7 +24,7 @@ from mzattn.repro.training.cells import (
     write_json_atomic,
 )
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 README = osp.join(ROOT, "README.md")
 
 

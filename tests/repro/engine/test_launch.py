@@ -115,7 +115,7 @@ def test_launch_options_from_args():
     assert got.launcher == "slurm" and got.jobs == 0 and got.threads is None
     assert got.slurm == SlurmOptions(partition="gpu", time_min=90, gpus=1, mem_gb=8.0,
                                      qos="low", parallelism=10)
-    with pytest.raises(SystemExit):  # a usage error (tests/repro/test_options.py)
+    with pytest.raises(SystemExit):  # a usage error (tests/repro/engine/test_options.py)
         parser.parse_args(["--cells-per-gpu", "0"])
 
 

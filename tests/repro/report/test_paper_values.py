@@ -15,7 +15,7 @@ from mzattn.repro.report.paper_values import (
 )
 
 #: The paper's text lives outside the repository (CI checks out only the repo).
-PAPER = Path(__file__).parents[2].parent / 'shared/paper/mzattn-paper.txt'
+PAPER = Path(__file__).parents[3].parent / 'shared/paper/mzattn-paper.txt'
 _SIGNED = re.compile(r'-?\d*\.?\d+')
 _UNSIGNED = re.compile(r'\d*\.?\d+')
 
@@ -201,7 +201,7 @@ PYTHON_VALUES_COMMIT = '00b29c9afceb7d88fe3dc8f28e45ea7ca9809688'
 @pytest.fixture(scope='module')
 def python_values(tmp_path_factory):
     r"""The module as it was at :obj:`PYTHON_VALUES_COMMIT`, from git history."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     shown = subprocess.run(['git', '-C', str(root), 'show',
                             f'{PYTHON_VALUES_COMMIT}:repro/paper_values.py'],
                            capture_output=True, text=True)

@@ -20,7 +20,7 @@ from mzattn.repro.docker import container
 from mzattn.repro.engine.options import OUT
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def load_script(name: str):

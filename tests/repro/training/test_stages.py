@@ -11,7 +11,7 @@ from mzattn.repro.training.cells import cell_path, checkpoint_dir, read_record, 
 from mzattn.repro.training.checkpoints import safe_load
 from mzattn.repro.training.stages import STAGES, reach
 
-from tests.repro.test_faults import SPEC, _cell, _start
+from tests.repro.core.test_faults import SPEC, _cell, _start
 
 # Every stage of a cell, in the order one run reaches them; a cell of column "c3" trains three
 # epochs, so that a run stopped at "training" or "checkpoint" still has epochs to train.

@@ -8,7 +8,7 @@ import torch
 from mzattn.repro.analysis import cli, load_checkpoint
 from mzattn.repro.analysis.study import METHODS
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 @pytest.fixture(scope="module")
