@@ -127,10 +127,10 @@ def test_host_syncs_per_training_step(name, one_thread):
 #: eight).  What is left (docs/benchmarks.md, "Few launches"): on CPU, SDPA
 #: with dropout runs its math kernel, about 45 operators per call where CUDA
 #: launches one fused kernel each way (with SDPA counted as one operator each
-#: way: 715 and 3,260); the linear layers, about 8 operators each with their
+#: way: 713 and 3,260); the linear layers, about 8 operators each with their
 #: gradient accumulation; one gradient accumulation per parameter (107 in
 #: Standard); and MZ-Full's generator path and zonotope norms.
-OPS_PER_STEP = {'standard': 962, 'mz-full': 3507}
+OPS_PER_STEP = {'standard': 960, 'mz-full': 3507}
 
 
 @pytest.mark.parametrize('name', sorted(OPS_PER_STEP))
