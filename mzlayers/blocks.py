@@ -5,10 +5,11 @@ from collections.abc import Callable
 
 import torch
 from torch import Tensor
-from torch.nn import LayerNorm, Linear, Parameter
+from torch.nn import LayerNorm, Parameter
 
 from mzlayers.feedforward import FeedForward
 from mzlayers.layout import SetLayout, resolve_layout
+from mzlayers.linear import Linear
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.validate import parameter_dtype
 

@@ -2,8 +2,9 @@ r"""The zonotope token embedding of Eq. (2)."""
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch.nn import LayerNorm, Linear
+from torch.nn import LayerNorm
 
+from mzlayers.linear import Linear
 from mzlayers.zonotope import Zonotope
 
 

@@ -1,7 +1,9 @@
 r"""The row-wise feed-forward network of the Set Transformer blocks."""
 import torch
 from torch import Tensor
-from torch.nn import Dropout, Identity, Linear, ReLU, Sequential
+from torch.nn import Dropout, Identity, ReLU, Sequential
+
+from mzlayers.linear import Linear
 
 
 class FeedForward(torch.nn.Module):

@@ -2,10 +2,10 @@ r"""Standard multi-head attention between ragged sets."""
 
 import torch
 from torch import Tensor
-from torch.nn import Linear
 
 from mzlayers.attention import BACKENDS, set_attention
 from mzlayers.layout import SetLayout
+from mzlayers.linear import Linear
 from mzlayers.validate import check_choice
 
 

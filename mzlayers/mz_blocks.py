@@ -7,13 +7,14 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch.nn import LayerNorm, Linear, Parameter
+from torch.nn import LayerNorm, Parameter
 
 from mzlayers.blocks import attention_repr, broadcast_queries
 from mzlayers.checkpoint import check_rows, checkpoint_sets
 from mzlayers.feedforward import FeedForward
 from mzlayers.generator_path import centred, generator_tail
 from mzlayers.layout import SetLayout, resolve_layout
+from mzlayers.linear import Linear
 from mzlayers.mz_attention import MZMultiheadAttention
 from mzlayers.validate import parameter_dtype
 from mzlayers.zonotope import Zonotope

@@ -116,6 +116,8 @@ class PoolingHead(torch.nn.Module):
             h = key_layout.mean(h)  # [B, d]
         else:
             h, _ = self.pma(h, layout=key_layout)  # [B * k, d]
+        if key_layout is layout:  # the mean and PMA pool an empty set to zero already
+            return h
         return h * layout.pooled_mask(self.num_seed_points)
 
     def forward(self, h: Tensor, layout: SetLayout,

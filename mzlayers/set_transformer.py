@@ -2,10 +2,11 @@ r"""The standard Set Transformer (Lee et al., 2019) on flat PyG batches."""
 
 import torch
 from torch import Tensor
-from torch.nn import Linear, ModuleList
+from torch.nn import ModuleList
 
 from mzlayers.blocks import ISAB, AttentionFactory
 from mzlayers.layout import SetLayout, resolve_input
+from mzlayers.linear import Linear
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.pooling_head import PoolingHead
 from mzlayers.static import padded_for

@@ -1,10 +1,10 @@
 r"""Permutation-invariant set summaries that drive the MZAttn gates."""
 import torch
 from torch import Tensor
-from torch.nn import Linear
 from torch_geometric.utils import softmax
 
 from mzlayers.layout import SetLayout
+from mzlayers.linear import Linear
 from mzlayers.validate import check_choice
 
 SUMMARIES = ('mean', 'moment', 'attention')

@@ -206,7 +206,7 @@ def _dense_bucket(q, k, v, b: Bucket, shared: bool, dropout: float) -> Tensor:
     keys = _to_padded(k, b.key_index, b.key_pos, S, b.key_width)
     values = _to_padded(v, b.key_index, b.key_pos, S, b.key_width)
     if shared:  # materialised: the fused CUDA kernels reject a stride-0 batch dimension
-        queries = q.transpose(0, 1).unsqueeze(0).expand(S, -1, -1, -1).contiguous()
+        queries = q.transpose(0, 1).repeat(S, 1, 1, 1)  # [M, H, C] -> [S, H, M, C]
     else:
         queries = _to_padded(q, b.query_index, b.query_pos, S, b.query_width)
     res = sdpa(queries, keys, values, attn_mask=b.bias(q.dtype),
