@@ -223,6 +223,7 @@ class _Seed:
     cell: Cell
     module: SetModule
     data: SetDataModule
+    loaders: tuple[Any, Any]  # training and validation, made once (their workers persist)
     rows: list[dict[str, Any]] = field(default_factory=list)
     best_val: float = math.inf
     best_model: torch.nn.Module | None = None
@@ -268,8 +269,7 @@ def _build(spec: TableSpec, cell: Cell, profile: Profile, options: RunOptions) -
     # as train_cell builds it: the same global seed, so the same initialisation
     pl.seed_everything(cell.seed, workers=True, verbose=False)
     module, data = build_cell(spec, cell, profile, options)
-    data.setup()
-    return _Seed(cell, module, data)
+    return _Seed(cell, module, data, (data.train_dataloader(), data.val_dataloader()))
 
 
 def _device(options: RunOptions) -> torch.device:
@@ -284,12 +284,11 @@ def _epoch(stacked: StackedSeeds, seeds: list[_Seed], optimizer: torch.optim.Opt
     # history row, best epoch and early stopping
     active = [k for k in range(len(seeds)) if k not in stacked.frozen]
     lr, start = optimizer.param_groups[0]["lr"], time.perf_counter()
-    loaders = [seed.data.train_dataloader() for seed in seeds]
-    for loader in loaders:
-        loader.sampler.set_epoch(epoch)
+    for seed in seeds:
+        seed.loaders[0].sampler.set_epoch(epoch)
     train = _Means(len(seeds))
     stacked.train()
-    for batches in zip(*loaders, strict=True):
+    for batches in zip(*(seed.loaders[0] for seed in seeds), strict=True):
         losses = _losses(stacked, seeds, batches, active, "train", device)
         optimizer.zero_grad(set_to_none=True)
         sum(losses.values()).backward()
@@ -299,7 +298,7 @@ def _epoch(stacked: StackedSeeds, seeds: list[_Seed], optimizer: torch.optim.Opt
     val = _Means(len(seeds))
     stacked.eval()
     with torch.no_grad():
-        for batches in zip(*(seed.data.val_dataloader() for seed in seeds), strict=True):
+        for batches in zip(*(seed.loaders[1] for seed in seeds), strict=True):
             val.add(_losses(stacked, seeds, batches, active, "val", device),
                     batches[0].num_graphs)
     seconds = time.perf_counter() - start
