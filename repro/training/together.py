@@ -150,8 +150,8 @@ def run_seed_group(spec: TableSpec, cells: Sequence[Cell], profile: str, out: st
         except Fallback as fallback:
             reason = str(fallback)
         except Interrupted as stop:
-            raise stop.during(f"seeds of {_name(todo)}, trained together, before their records "
-                              "were written; rerun the same command to train them again from "
+            raise stop.during(f"{_name(todo)}, trained together, before their records were "
+                              "written; rerun the same command to train them again from "
                               "scratch (a group does not resume)") from None
     if reason is not None:
         _say(f"{_name(todo)}: trained one after another, not together: {reason}")
@@ -286,7 +286,7 @@ def _epoch(stacked: StackedSeeds, seeds: list[_Seed], optimizer: torch.optim.Opt
     lr, start = optimizer.param_groups[0]["lr"], time.perf_counter()
     for seed in seeds:
         seed.loaders[0].sampler.set_epoch(epoch)
-    train = _Means(len(seeds))
+    train = _Means()
     stacked.train()
     for batches in zip(*(seed.loaders[0] for seed in seeds), strict=True):
         losses = _losses(stacked, seeds, batches, active, "train", device)
@@ -295,7 +295,7 @@ def _epoch(stacked: StackedSeeds, seeds: list[_Seed], optimizer: torch.optim.Opt
         stacked.clip_grad_norm_(GRADIENT_CLIP)
         optimizer.step()
         train.add(losses, batches[0].num_graphs)
-    val = _Means(len(seeds))
+    val = _Means()
     stacked.eval()
     with torch.no_grad():
         for batches in zip(*(seed.loaders[1] for seed in seeds), strict=True):
@@ -335,17 +335,19 @@ def _losses(stacked: StackedSeeds, seeds: list[_Seed], batches: Sequence[Any],
 
 
 class _Means:
-    # per seed, the mean of a loss over an epoch's batches, weighted by their sets
-    def __init__(self, num_seeds: int) -> None:
-        self.sums, self.count = [0.0] * num_seeds, 0
+    # per seed, the mean of a loss over an epoch's batches, weighted by their sets, summed on
+    # the device (no read on the host until the epoch ends)
+    def __init__(self) -> None:
+        self.sums: dict[int, Tensor] = {}
+        self.count = 0
 
     def add(self, losses: dict[int, Tensor], num_sets: int) -> None:
         for k, loss in losses.items():
-            self.sums[k] += float(loss.detach()) * num_sets
+            self.sums[k] = self.sums.get(k, 0.0) + loss.detach().double() * num_sets
         self.count += num_sets
 
     def mean(self, k: int) -> float | None:
-        return self.sums[k] / self.count if self.count else None
+        return float(self.sums[k]) / self.count if self.count else None
 
 
 def _select(stacked: StackedSeeds, seed: _Seed, k: int, epoch: int, patience: int) -> None:
