@@ -45,7 +45,10 @@ def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None 
               batching: str = "masked") -> list[dict]:
     r"""Runs every selected cell, its sets batched as :obj:`batching` says
     (finished ones are skipped, failed ones are recorded and the others
-    still run), then rebuilds the table's report.
+    still run), then rebuilds the table's report. With
+    :obj:`options.seeds_together` the seeds of each cell train as one group
+    (:func:`~mzattn.repro.training.together.run_seed_group`), one cell
+    after another.
 
     Returns:
         list[dict]: The cell records, in run order.
