@@ -273,8 +273,9 @@ def _build(spec: TableSpec, cell: Cell, profile: Profile, options: RunOptions) -
 
 
 def _device(options: RunOptions) -> torch.device:
-    cuda = options.accelerator == "gpu" or (options.accelerator == "auto"
-                                           and torch.cuda.is_available())
+    # Lightning's accelerators: "gpu" and "cuda" name CUDA, "auto" takes it when it is there
+    cuda = options.accelerator in ("gpu", "cuda") or (options.accelerator == "auto"
+                                                      and torch.cuda.is_available())
     return torch.device("cuda" if cuda else "cpu")
 
 
