@@ -1,8 +1,12 @@
 import dataclasses
+import os
+import signal
 
 import pytest
+from mzattn.repro.core.faults import Interrupted
 from mzattn.repro.core.spec import SMOKE, Column, Row, TableSpec
 from mzattn.repro.engine.runner import main, run_table
+from mzattn.repro.training import together
 from mzattn.repro.training.cells import Cell, cell_path, read_record, run_cell
 from mzattn.repro.training.together import fallback_reason, run_seed_group, seed_groups
 
@@ -126,3 +130,34 @@ def test_seeds_together_refuses_other_processes(tmp_path, capsys, dispatch):
     err = capsys.readouterr().err
     assert "--seeds-together" in err and dispatch[-1] in err
     assert not (tmp_path / "tiny").exists()
+
+
+def _stop_in_second_epoch(monkeypatch, error: Exception) -> None:
+    epoch = together._epoch
+
+    def stopping(*args, **kwargs):
+        if kwargs["epoch"] == 1:
+            raise error
+        epoch(*args, **kwargs)
+    monkeypatch.setattr(together, "_epoch", stopping)
+
+
+def test_a_stopped_group_writes_nothing_and_trains_again_from_scratch(tmp_path, options,
+                                                                      monkeypatch):
+    out = str(tmp_path)
+    with monkeypatch.context() as patch:
+        _stop_in_second_epoch(patch, Interrupted(signal.SIGTERM))
+        with pytest.raises(Interrupted, match="does not resume"):
+            run_seed_group(SPEC, _cells(), "smoke", out, options)
+    assert not any(os.path.exists(cell_path(out, cell)) for cell in _cells())
+    records = run_seed_group(SPEC, _cells(), "smoke", out, options)
+    assert [r["status"] for r in records] == ["ok"] * 3
+    assert all(len(r["history"]) == PROFILE.max_epochs for r in records)
+
+
+def test_a_failed_group_records_the_failure_for_every_seed(tmp_path, options, monkeypatch):
+    _stop_in_second_epoch(monkeypatch, RuntimeError("boom"))
+    records = run_seed_group(SPEC, _cells(), "smoke", str(tmp_path), options)
+    for cell, record in zip(_cells(), records, strict=True):
+        assert record["status"] == "failed" and record["error"] == "RuntimeError: boom"
+        assert read_record(cell_path(str(tmp_path), cell))["seeds_together"] == 3
