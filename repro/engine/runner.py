@@ -62,7 +62,7 @@ def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None 
             _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {cell.row.label} on "
                  f"{cell.column.label}, seed {cell.seed}")
         start = time.perf_counter()
-        ended = run_seed_group(spec, group, profile, out, options) if len(group) > 1 \
+        ended = run_seed_group(spec, group, profile, out, options) if options.seeds_together \
             else [run_cell(spec, group[0], profile, out, options)]
         for index, (cell, record) in enumerate(zip(group, ended, strict=True), done + 1):
             _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {_outcome(record)} "

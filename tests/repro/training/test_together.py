@@ -122,6 +122,14 @@ def test_a_table_run_groups_each_cells_seeds(tmp_path, options):
     assert [[c.seed for c in g] for g in seed_groups(_cells())] == [[0, 1, 2]]
 
 
+def test_a_single_seed_trains_alone_and_says_why(tmp_path, options, capfd):
+    grouped = dataclasses.replace(options, seeds_together=True)
+    (record,) = run_table(SPEC, "smoke", models=["Standard"], seeds=[0], out=str(tmp_path),
+                          options=grouped)
+    assert record["status"] == "ok" and "seeds_together" not in record
+    assert "not together: 1 seed to train" in capfd.readouterr().err
+
+
 @pytest.mark.parametrize("dispatch", [["--jobs", "2"], ["--launcher", "slurm"]])
 def test_seeds_together_refuses_other_processes(tmp_path, capsys, dispatch):
     status = main(SPEC, ["--profile", "smoke", "--seeds-together", "--device", "cpu",
