@@ -246,6 +246,9 @@ def train_group(spec: TableSpec, cells: Sequence[Cell], profile_name: str, out: 
     reason = unstackable_reason(seeds[0].module.model)
     if reason is not None:
         raise Fallback(reason)
+    if options.deterministic:  # as Lightning's Trainer(deterministic=True) sets it
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
     device = _device(options)
     stacked = StackedSeeds([seed.module.model for seed in seeds]).to(device)
     for seed in seeds:
