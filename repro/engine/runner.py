@@ -14,6 +14,7 @@ from mzattn.repro.core.quiet import quiet_libraries
 from mzattn.repro.core.spec import PROFILES, TableSpec
 from mzattn.repro.report.report import write_report
 from mzattn.repro.training.cells import Cell, RunOptions, run_cell
+from mzattn.repro.training.together import run_seed_group, seed_groups
 
 from .launch import in_process, launch
 from .options import DEVICES, OUT, launch_options_from_args, table_parser
@@ -44,28 +45,41 @@ def run_table(spec: TableSpec, profile: str = "quick", models: list[str] | None 
               batching: str = "masked") -> list[dict]:
     r"""Runs every selected cell, its sets batched as :obj:`batching` says
     (finished ones are skipped, failed ones are recorded and the others
-    still run), then rebuilds the table's report.
+    still run), then rebuilds the table's report. With
+    :obj:`options.seeds_together` the seeds of each cell train as one group
+    (:func:`~mzattn.repro.training.together.run_seed_group`), one cell
+    after another.
 
     Returns:
         list[dict]: The cell records, in run order.
     """
     cells = grid(spec, profile, models, columns, seeds, batching)
-    records = []
-    for index, cell in enumerate(cells, 1):
-        _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {cell.row.label} on "
-             f"{cell.column.label}, seed {cell.seed}")
+    options = options or RunOptions()
+    groups = seed_groups(cells) if options.seeds_together else [[cell] for cell in cells]
+    records, done = [], 0
+    for group in groups:
+        for index, cell in enumerate(group, done + 1):
+            _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {cell.row.label} on "
+                 f"{cell.column.label}, seed {cell.seed}")
         start = time.perf_counter()
-        record = run_cell(spec, cell, profile, out, options)
-        records.append(record)
-        state = "skipped (finished)" if record.get("skipped") else \
-            "busy (another run holds its lock)" if record["status"] == "busy" else record["status"]
-        metrics = record.get("metrics", {})
-        shown = " ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))
-        _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {state} {shown} "
-             f"({time.perf_counter() - start:.0f} s)")
+        ended = run_seed_group(spec, group, profile, out, options) if options.seeds_together \
+            else [run_cell(spec, group[0], profile, out, options)]
+        for index, (cell, record) in enumerate(zip(group, ended, strict=True), done + 1):
+            _say(f"{spec.key} [{index}/{len(cells)}] {cell.cell_id}: {_outcome(record)} "
+                 f"({time.perf_counter() - start:.0f} s)")
+        records += ended
+        done += len(group)
     if rank_zero_only.rank == 0:
         _say(f"report: {write_report(spec, out, batching)}")
     return records
+
+
+def _outcome(record: dict) -> str:
+    # a cell's end as its progress line says it
+    state = "skipped (finished)" if record.get("skipped") else \
+        "busy (another run holds its lock)" if record["status"] == "busy" else record["status"]
+    metrics = record.get("metrics", {})
+    return " ".join([state, *(f"{k}={v:.4g}" for k, v in sorted(metrics.items()))])
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -76,7 +90,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                       num_nodes=args.num_nodes, deterministic=args.deterministic,
                       compile=args.compile,
                       num_workers=args.num_workers, progress=args.progress,
-                      keep_checkpoints=args.keep_checkpoints, data_root=args.data_root)
+                      keep_checkpoints=args.keep_checkpoints, data_root=args.data_root,
+                      seeds_together=args.seeds_together)
 
 
 EXIT_BUSY = 75
@@ -96,8 +111,14 @@ def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     quiet_libraries(args.progress)
     options, launch_options = options_from_args(args), launch_options_from_args(args)
+    if options.seeds_together and (launch_options.launcher != "local" or launch_options.jobs > 1):
+        raise ValueError(f"--seeds-together trains a cell's seeds in this process; it cannot "
+                         f"run with --launcher {launch_options.launcher} --jobs "
+                         f"{launch_options.jobs}: use --launcher local and --jobs 0 or 1, or "
+                         "leave out --seeds-together")
     try:
-        if not in_process(launch_options, options):  # worker processes or SLURM (launch.py)
+        # worker processes or SLURM (launch.py); a group of seeds trains in this process
+        if not (options.seeds_together or in_process(launch_options, options)):
             cells = grid(spec, args.profile, args.models, args.columns, args.seeds,
                          args.batching)
             statuses = launch(cells, args.profile, args.out, options, launch_options)

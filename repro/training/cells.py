@@ -103,6 +103,9 @@ class RunOptions:
         keep_checkpoints (bool, optional): Keep a finished cell's
             checkpoints. (default: :obj:`False`)
         data_root (str, optional): Dataset cache root. (default: :obj:`None`)
+        seeds_together (bool, optional): Train the seeds of a cell (a row on
+            a column) as one group in one process
+            (:mod:`~mzattn.repro.training.together`). (default: :obj:`False`)
     """
     accelerator: str = "auto"
     devices: int | str = 1
@@ -115,6 +118,7 @@ class RunOptions:
     progress: bool | None = None
     keep_checkpoints: bool = False
     data_root: str | None = None
+    seeds_together: bool = False
 
 
 def table_dir(out: str, table: str) -> str:
@@ -344,8 +348,10 @@ def cell_data(cell: Cell, profile: Profile, options: RunOptions) -> SetDataModul
                          batching=cell.batching)
 
 
-def _build(spec: TableSpec, cell: Cell, profile: Profile,
-           options: RunOptions) -> tuple[SetModule, SetDataModule]:
+def build_cell(spec: TableSpec, cell: Cell, profile: Profile,
+               options: RunOptions) -> tuple[SetModule, SetDataModule]:
+    r"""The module and the data of :obj:`cell` at its initialisation, built
+    under the global seed as it is (:func:`train_cell` seeds it first)."""
     from mzattn.baselines import build_model
     reach("data", stage_name(cell))
     data = cell_data(cell, profile, options)
@@ -374,7 +380,7 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
     """
     profile = column_profile(spec.profile(profile_name), cell.column)
     pl.seed_everything(cell.seed, workers=True, verbose=False)
-    module, data = _build(spec, cell, profile, options)
+    module, data = build_cell(spec, cell, profile, options)
     ckpt_dir = checkpoint_dir(out, cell)
     progress = show_progress_bar(options.progress)
     history = History(spec.metric_of(cell.column.label), csv_path=log_path(out, cell))
@@ -399,22 +405,32 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
     stopped_early, curve = early.stopped_epoch > 0, list(history.rows)
     reach("test", stage_name(cell))
     test = trainer.test(module, datamodule=data, ckpt_path=best, verbose=False)[0]
-    return {
-        "metrics": {k.removeprefix("test/"): float(v) for k, v in test.items()},
-        "test_target_var": module.test_target_var,
+    return test_fields(test, module, data, trainer, profile) | {
         "best_val_loss": None if checkpoint.best_model_score is None
         else float(checkpoint.best_model_score),
         "epochs": trainer.current_epoch, "stopped_early": stopped_early,
+        "history": curve, "resumed": resumed,
+    }
+
+
+def test_fields(test: dict[str, Any], module: SetModule, data: SetDataModule,
+                trainer: pl.Trainer, profile: Profile) -> dict[str, Any]:
+    r"""The fields of a record that the test (:obj:`test`, what
+    :meth:`~lightning.pytorch.Trainer.test` returned), the data, the
+    trainer and the profile give."""
+    return {
+        "metrics": {k.removeprefix("test/"): float(v) for k, v in test.items()},
+        "test_target_var": module.test_target_var,
         "max_epochs": profile.max_epochs, "patience": profile.patience,
-        "history": curve, "split_sizes": [len(split) for split in data.splits],
-        "resumed": resumed, "params": sum(p.numel() for p in module.model.parameters()
-                                          if p.requires_grad),
-        "device": _device_name(trainer.strategy.root_device),
+        "split_sizes": [len(split) for split in data.splits],
+        "params": sum(p.numel() for p in module.model.parameters() if p.requires_grad),
+        "device": device_name(trainer.strategy.root_device),
         "world_size": trainer.world_size, "precision": str(trainer.precision),
     }
 
 
-def _device_name(device: torch.device) -> str:
+def device_name(device: torch.device) -> str:
+    r"""A record's :obj:`device`, e.g. :obj:`"cpu (1 threads)"`."""
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)})"
     return f"{device.type} ({torch.get_num_threads()} threads)"
@@ -546,25 +562,55 @@ def _reuse_or_train(spec: TableSpec, cell: Cell, profile: str, out: str, options
 
 def _run_locked(spec: TableSpec, cell: Cell, profile: str, out: str, options: RunOptions,
                 config: dict[str, Any]) -> dict[str, Any]:
-    path = cell_path(out, cell)
-    record = {"version": RECORD_VERSION, "profile": profile, "config": config,
-              "cell_id": cell.cell_id}
+    record = new_record(cell, profile, config)
     start = time.perf_counter()
     try:
-        record |= train_cell(spec, cell, profile, out, options) | {"status": "ok"}
-        record["metrics_sha256"] = metrics_digest(record)
+        record |= ok_fields(train_cell(spec, cell, profile, out, options))
     except Exception as error:  # a failed cell must not stop the table
-        if is_no_space(error):  # but a full disk must: the cell did not fail
-            raise no_space(error, out) from None
-        if (signum := stop_signal()) is not None:  # a write the stop broke off: the stop
-            raise Interrupted(signum) from error
-        record |= {"status": "failed", "error": f"{type(error).__name__}: {error}",
-                   "traceback": traceback.format_exc()}
-        print(f"[mzattn-repro] cell {cell.cell_id} failed: {record['error']}",
-              file=sys.stderr, flush=True)
-    record |= {"wall_time_s": time.perf_counter() - start} | environment_record()
-    if rank_zero_only.rank == 0 and _better(record, peek_record(path)):
-        write_json_atomic(record, path)
+        record |= failed_fields(error, out, f"cell {cell.cell_id}")
+    record |= {"wall_time_s": time.perf_counter() - start}
+    return save_record(record, out, cell, options)
+
+
+def new_record(cell: Cell, profile: str, config: dict[str, Any]) -> dict[str, Any]:
+    r"""The fields of :obj:`cell`'s record that name the run."""
+    return {"version": RECORD_VERSION, "profile": profile, "config": config,
+            "cell_id": cell.cell_id}
+
+
+def ok_fields(trained: dict[str, Any]) -> dict[str, Any]:
+    r"""The fields of a finished run's record: :obj:`trained` (what
+    :func:`train_cell` returns), its status and :obj:`metrics_sha256`."""
+    fields = trained | {"status": "ok"}
+    return fields | {"metrics_sha256": metrics_digest(fields)}
+
+
+def failed_fields(error: Exception, out: str, what: str) -> dict[str, Any]:
+    r"""The fields of a failed run's record, said on stderr as :obj:`what`
+    failed (call in the :obj:`except` block that caught :obj:`error`).
+
+    Raises:
+        ~mzattn.repro.core.faults.NoSpace: The disk is full: the run did not fail.
+        ~mzattn.repro.core.faults.Interrupted: A stop signal broke off a write.
+    """
+    if is_no_space(error):
+        raise no_space(error, out) from None
+    if (signum := stop_signal()) is not None:
+        raise Interrupted(signum) from error
+    fields = {"status": "failed", "error": f"{type(error).__name__}: {error}",
+              "traceback": traceback.format_exc()}
+    print(f"[mzattn-repro] {what} failed: {fields['error']}", file=sys.stderr, flush=True)
+    return fields
+
+
+def save_record(record: dict[str, Any], out: str, cell: Cell,
+                options: RunOptions) -> dict[str, Any]:
+    r"""Adds the environment to :obj:`record` and writes it as :obj:`cell`'s
+    JSON (global rank zero, unless the JSON holds a better one), removing a
+    finished cell's checkpoints unless :obj:`options` keeps them; returns it."""
+    record |= environment_record()
+    if rank_zero_only.rank == 0 and _better(record, peek_record(cell_path(out, cell))):
+        write_json_atomic(record, cell_path(out, cell))
         if record["status"] == "ok" and not options.keep_checkpoints:
             _remove_checkpoints(out, cell)
     return record

@@ -199,8 +199,17 @@ class SetModule(pl.LightningModule):
 
     # ---------------------------------------------------------- training
     def _step(self, data, stage: str) -> Tensor:
-        out = self(data.x, data.batch, dim_size=data.num_graphs, layout=batch_layout(data)).float()
-        y = data.y
+        out = self(data.x, data.batch, dim_size=data.num_graphs, layout=batch_layout(data))
+        loss = self.objective(out.float(), data.y, stage)
+        self.log(f"{stage}/loss", loss, batch_size=data.num_graphs, sync_dist=stage != "train",
+                 prog_bar=stage != "test", on_step=False, on_epoch=True)
+        return loss
+
+    def objective(self, out: Tensor, y: Tensor, stage: str) -> Tensor:
+        r"""The loss of the predictions :obj:`out` :obj:`[B, out]` for the
+        targets :obj:`y` of a batch, with the metrics of :obj:`stage`
+        updated (a trainer of stacked seeds,
+        :mod:`~mzattn.repro.training.together`, scores each seed here)."""
         metrics = self.metrics[f"{stage}_metrics"]
         if self.loss_name == "cross_entropy":
             y = y.view(-1).long()
@@ -222,8 +231,6 @@ class SetModule(pl.LightningModule):
                                  y_raw.squeeze(-1) if squeeze else y_raw)
             if nll is not None:
                 metrics["nll"].update(nll.detach())
-        self.log(f"{stage}/loss", loss, batch_size=data.num_graphs, sync_dist=stage != "train",
-                 prog_bar=stage != "test", on_step=False, on_epoch=True)
         return loss
 
     def _log_metrics(self, stage: str) -> None:
