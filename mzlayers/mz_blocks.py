@@ -12,7 +12,7 @@ from torch.nn import LayerNorm, Linear, Parameter
 from mzlayers.blocks import attention_repr, broadcast_queries
 from mzlayers.checkpoint import check_rows, checkpoint_sets
 from mzlayers.feedforward import FeedForward
-from mzlayers.generator_path import centred, generator_tail
+from mzlayers.generator_path import GeneratorTail, centred
 from mzlayers.layout import SetLayout, resolve_layout
 from mzlayers.mz_attention import MZMultiheadAttention
 from mzlayers.validate import parameter_dtype
@@ -53,8 +53,17 @@ class ZonotopeLayerNorm(LayerNorm):
         # The statistics in float32 at least: in float16 the variance of
         # centre entries above ~256 overflows and would zero the generators.
         c32 = c.float() if torch.finfo(c.dtype).bits < 32 else c
-        std = (centred(c32).square().mean(-1, keepdim=True) + self.eps).sqrt()
+        std = (_variance(c32) + self.eps).sqrt()
         return super().forward(c), self.weight / std
+
+
+def _variance(c: Tensor) -> Tensor:
+    r"""The biased variance of :obj:`c` :obj:`[*, d]` over channels,
+    :obj:`[*, 1]`.  :func:`torch.var` keeps only its input for backward,
+    which the layer norm keeps anyway (a centred copy would be one more
+    :obj:`[*, d]` tensor); without rows it would warn of zero degrees of
+    freedom."""
+    return c.var(-1, correction=0, keepdim=True) if c.numel() else c.sum(-1, keepdim=True)
 
 
 class ZonotopeFeedForward(torch.nn.Module):
@@ -112,11 +121,13 @@ class MZMAB(torch.nn.Module):
     on zonotopes: the residuals are Minkowski-free sums of centres and of
     generator rows (the generator budget :math:`n_g` is fixed), the FFN is
     :class:`ZonotopeFeedForward` and the norms :class:`ZonotopeLayerNorm`.
-    After the attention, the generator rows go through
-    :func:`~mzlayers.generator_path.generator_tail`, which keeps only its
-    inputs for backward and recomputes the residual, the norms' linear parts
-    and the generator FFN in row chunks (first-order gradients): the
-    generator activations, :math:`n_g` times the centre's, are not stored.
+    After the attention weights, the generator rows go through one
+    function, :func:`~mzlayers.generator_path.budgeted_generators` with a
+    :class:`~mzlayers.generator_path.GeneratorTail`, which keeps only the
+    attention output and small inputs for backward and recomputes the
+    attention's generator output, the residual, the norms' linear parts and
+    the generator FFN in row chunks (first-order gradients): the generator
+    activations, :math:`n_g` times the centre's, are not stored.
 
     Args:
         channels (int): Model width :math:`d`.
@@ -146,8 +157,9 @@ class MZMAB(torch.nn.Module):
             called with keyword arguments :obj:`attention(channels,
             heads=..., num_generators=..., num_matrix_generators=...,
             summary=..., dropout=..., backend=...)`; a module with
-            :class:`~mzlayers.MZMultiheadAttention`'s :obj:`forward`, e.g.
-            :class:`~mzattn.baselines.GenQKAttention`.
+            :class:`~mzlayers.MZMultiheadAttention`'s :meth:`aggregate` and
+            :meth:`generators` (e.g. a subclass such as
+            :class:`~mzattn.baselines.GenQKAttention`).
             (default: :class:`~mzlayers.MZMultiheadAttention`)
 
     Options after :obj:`heads` are keyword-only.
@@ -221,14 +233,13 @@ class MZMAB(torch.nn.Module):
             :obj:`[B * M, d]`) and generators :obj:`[*, n_g, d]`.
         """
         x, y = Zonotope(x_center, x_generators), Zonotope(y_center, y_generators)
-        o = self.attn(x, y, key_layout, query_layout)
-        dtype = o.generators.dtype
+        o_center, agg, gates = self.attn.aggregate(x, y, key_layout, query_layout)
         h, scale1 = _norm_center(self.norm1, broadcast_queries(
-            x_center, query_layout, key_layout) + o.center, dtype)
-        out, scale2 = _norm_center(self.norm2, h + self.ffn.center(h), dtype)
+            x_center, query_layout, key_layout) + o_center, agg.dtype)
+        out, scale2 = _norm_center(self.norm2, h + self.ffn.center(h), agg.dtype)
         ffn = self.ffn.generators.net
-        generators = generator_tail(x_generators, o.generators, scale1, scale2,
-                                    ffn[0].weight, ffn[3].weight)
+        generators = self.attn.generators(agg, gates, GeneratorTail(
+            x_generators, scale1, scale2, ffn[0].weight, ffn[3].weight))
         return out, generators
 
     def __repr__(self) -> str:
