@@ -114,10 +114,11 @@ def _rows_outer(grad: Tensor, x: Tensor) -> Tensor:
     return grad.reshape(-1, grad.size(-1)).T @ x.reshape(-1, x.size(-1))
 
 
-def _in_transform() -> bool:
+def in_transform() -> bool:
     r"""Whether a :mod:`torch.func` transform (:func:`~torch.func.vmap`,
     :func:`~torch.func.grad`) is active: the autograd function here has
-    no :obj:`setup_context`, so the transforms cannot run it."""
+    no :obj:`setup_context`, and :func:`torch.utils.checkpoint.checkpoint`
+    cannot recompute under a transform, so both run as plain autograd there."""
     return torch._C._are_functorch_transforms_active()
 
 
@@ -344,7 +345,7 @@ def budgeted_generators(agg: Tensor, gates: Tensor, matrix_center: Tensor,
     Returns:
         torch.Tensor: :obj:`[N, n_g, d]`.
     """
-    if _in_transform():
+    if in_transform():
         return _path_rows(slice(0, agg.size(0)), agg, gates,
                           (matrix_center, matrix_generators, mix, weight), tail)
     return _GeneratorPath.apply(agg, gates, matrix_center, matrix_generators, mix, weight,

@@ -5,7 +5,7 @@ from torch import Tensor
 from torch.nn import Linear, Parameter
 from torch.utils.checkpoint import checkpoint
 
-from mzlayers.generator_path import GeneratorTail, budgeted_generators
+from mzlayers.generator_path import GeneratorTail, budgeted_generators, in_transform
 from mzlayers.layout import SetLayout
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.summary import SetSummary
@@ -138,10 +138,11 @@ class MZMultiheadAttention(MultiheadSetAttention):
         H, C, G = self.heads, self.head_channels, self.num_generators
         q, k = self.queries_keys(x, y)
         args = (q, k, y.center, y.generators, key_layout, query_layout)
-        if torch.is_grad_enabled() and not torch.compiler.is_compiling():
+        if torch.is_grad_enabled() and not (torch.compiler.is_compiling() or in_transform()):
             # eager: backward recomputes the values and the attention (the
             # values are (1 + n_g) d wide per key); compiled graphs leave the
-            # choice to the compiler's partitioner; no metadata check, which
+            # choice to the compiler's partitioner, torch.func transforms
+            # (mzattn.stacked) store them; no metadata check, which
             # cannot read the sizes of the nested backend's tensors
             out = checkpoint(self._attend_zonotopes, *args, use_reentrant=False,
                              determinism_check='none')
