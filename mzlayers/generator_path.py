@@ -55,23 +55,32 @@ class GeneratorTail(NamedTuple):
 
     row-wise, where :math:`\mathrm{LN}^{\mathrm{lin}}(X) = (X -
     \mathrm{mean}_d X) \odot \mathbf{s}` is the linear part of a layer norm
-    with the per-token scale :math:`\mathbf{s}` of its centre (see
-    :class:`~mzlayers.mz_blocks.ZonotopeLayerNorm`).
+    with the per-token scale :math:`\mathbf{s} = \mathbf{w} / \sigma` of its
+    centre (see :class:`~mzlayers.mz_blocks.ZonotopeLayerNorm`), given as
+    the norm's weight :math:`\mathbf{w}` and the reciprocal
+    :math:`1 / \sigma` of the centre's standard deviation: the function
+    keeps :obj:`[N, 1]` per norm, not :obj:`[N, d]`.
 
     Attributes:
         residual (torch.Tensor): :math:`G_X`, :obj:`[N, n_g, d]`, or
             :obj:`[M, n_g, d]` for :math:`M` learned queries shared by the
             :math:`N / M` sets (output rows set-major).
-        scale1 (torch.Tensor, optional): :math:`\mathbf{s}_1`, :obj:`[N, d]`
+        rstd1 (torch.Tensor, optional): :math:`1 / \sigma_1`, :obj:`[N, 1]`
             (:obj:`None`: no first norm).
-        scale2 (torch.Tensor, optional): :math:`\mathbf{s}_2`, :obj:`[N, d]`
+        norm_weight1 (torch.Tensor, optional): :math:`\mathbf{w}_1`,
+            :obj:`[d]` (:obj:`None`: no first norm).
+        rstd2 (torch.Tensor, optional): :math:`1 / \sigma_2`, :obj:`[N, 1]`
             (:obj:`None`: no second norm).
+        norm_weight2 (torch.Tensor, optional): :math:`\mathbf{w}_2`,
+            :obj:`[d]` (:obj:`None`: no second norm).
         weight1 (torch.Tensor): :math:`W_1`, :obj:`[d_{ff}, d]`.
         weight2 (torch.Tensor): :math:`W_2`, :obj:`[d, d_{ff}]`.
     """
     residual: Tensor
-    scale1: Tensor | None
-    scale2: Tensor | None
+    rstd1: Tensor | None
+    norm_weight1: Tensor | None
+    rstd2: Tensor | None
+    norm_weight2: Tensor | None
     weight1: Tensor
     weight2: Tensor
 
@@ -95,6 +104,24 @@ def _scaled(x: Tensor, scale: Tensor | None) -> Tensor:
     r"""The linear part of a layer norm on generator rows :obj:`[n, n_g, d]`
     with per-token scale :obj:`[n, d]` (the identity when :obj:`None`)."""
     return x if scale is None else centred(x) * scale.unsqueeze(-2)
+
+
+def _row_scale(rstd: Tensor | None, norm_weight: Tensor | None, rows: slice,
+               dtype: torch.dtype) -> Tensor | None:
+    r"""The scale :math:`\mathbf{w} / \sigma` :obj:`[n, d]` of a layer norm's
+    linear part on rows :obj:`rows`, in :obj:`dtype` (:obj:`None`: no norm)."""
+    return None if rstd is None else (norm_weight * rstd[rows]).to(dtype)
+
+
+def _scale_grads(g_scale: Tensor | None, rstd: Tensor | None, norm_weight: Tensor | None,
+                 rows: slice) -> tuple[Tensor | None, Tensor | None]:
+    r"""The gradients of :math:`1 / \sigma` on rows :obj:`rows` :obj:`[n, 1]`
+    and the rows' part of that of :math:`\mathbf{w}` :obj:`[d]`, given the
+    gradient of the rows' scale :obj:`[n, d]`."""
+    if g_scale is None:
+        return None, None
+    g_scale = g_scale.to(rstd.dtype)
+    return (g_scale * norm_weight).sum(-1, keepdim=True), (g_scale * rstd[rows]).sum(0)
 
 
 def _autocast_state(device_type: str) -> tuple[bool, torch.dtype]:
@@ -181,11 +208,11 @@ def _tail_rows(rows: slice, update: Tensor, tail: GeneratorTail, num_rows: int
     sum :math:`R`, :math:`H = \mathrm{LN}_1^{\mathrm{lin}}(R)`, the FFN's
     activation :math:`A = \mathrm{ReLU}(H W_1^{\top})` and :math:`F = H + A
     W_2^{\top}`, each :obj:`[n, n_g, *]`."""
-    residual, s1 = tail.residual, tail.scale1
+    residual = tail.residual
     res = residual[rows] if residual.size(0) == num_rows else \
         residual[_residual_index(rows, residual)]
     r = res + update
-    h = _scaled(r, None if s1 is None else s1[rows])
+    h = _scaled(r, _row_scale(tail.rstd1, tail.norm_weight1, rows, r.dtype))
     a = F.linear(h, tail.weight1).relu_()
     return r, h, a, h + F.linear(a, tail.weight2)
 
@@ -197,9 +224,8 @@ def _path_rows(rows: slice, agg: Tensor, gates: Tensor, params: tuple[Tensor, ..
     update = F.linear(_heads_last(_mixed(agg[rows], gates[rows], Mc, Ml, mix)[0]), weight)
     if tail is None:
         return update
-    s2 = tail.scale2
-    return _scaled(_tail_rows(rows, update, tail, agg.size(0))[-1],
-                   None if s2 is None else s2[rows])
+    f = _tail_rows(rows, update, tail, agg.size(0))[-1]
+    return _scaled(f, _row_scale(tail.rstd2, tail.norm_weight2, rows, f.dtype))
 
 
 # Backward, on a chunk of rows ################################################
@@ -211,19 +237,21 @@ def _tail_backward_rows(grad: Tensor, rows: slice, update: Tensor, tail: Generat
     :obj:`[n, n_g, d]`, and the row gradients of both scales :obj:`[n, d]`
     (:obj:`None` without the norm) and the chunk's parts of the gradients of
     :math:`W_1, W_2`."""
-    s1, s2, w1, w2 = tail.scale1, tail.scale2, tail.weight1, tail.weight2
+    w1, w2 = tail.weight1, tail.weight2
     r, h, a, f = _tail_rows(rows, update, tail, num_rows)
+    s1 = _row_scale(tail.rstd1, tail.norm_weight1, rows, r.dtype)
+    s2 = _row_scale(tail.rstd2, tail.norm_weight2, rows, f.dtype)
     g_s1 = g_s2 = None
     if s2 is not None:
         g_s2 = (grad * centred(f)).sum(-2)
-        grad = centred(grad * s2[rows].unsqueeze(-2))
+        grad = centred(grad * s2.unsqueeze(-2))
     g_w2 = _rows_outer(grad, a)
     g_z = torch.ops.aten.threshold_backward(grad @ w2, a, 0)  # ReLU's backward
     g_w1 = _rows_outer(g_z, h)
     grad = grad + g_z @ w1
     if s1 is not None:
         g_s1 = (grad * centred(r)).sum(-2)
-        grad = centred(grad * s1[rows].unsqueeze(-2))
+        grad = centred(grad * s1.unsqueeze(-2))
     return grad, (g_s1, g_s2, g_w1, g_w2)
 
 
@@ -261,15 +289,13 @@ class _GeneratorPath(torch.autograd.Function):
     @staticmethod
     def forward(ctx, agg: Tensor, gates: Tensor, matrix_center: Tensor,
                 matrix_generators: Tensor, mix: Tensor, weight: Tensor,
-                residual: Tensor | None, scale1: Tensor | None, scale2: Tensor | None,
-                weight1: Tensor | None, weight2: Tensor | None) -> Tensor:
+                *tail: Tensor | None) -> Tensor:
         ctx.device_type = agg.device.type
         ctx.autocast = _autocast_state(agg.device.type)
         ctx.save_for_backward(agg, gates, matrix_center, matrix_generators, mix, weight,
-                              residual, scale1, scale2, weight1, weight2)
+                              *tail)
         params = (matrix_center, matrix_generators, mix, weight)
-        tail = None if weight1 is None else GeneratorTail(residual, scale1, scale2,
-                                                          weight1, weight2)
+        tail = None if tail[-1] is None else GeneratorTail(*tail)
         out = agg.new_empty(0, mix.size(1), weight.size(0))
         for rows in _chunks(agg, mix, tail):
             part = _path_rows(rows, agg, gates, params, tail)
@@ -281,25 +307,29 @@ class _GeneratorPath(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor):
-        agg, gates, Mc, Ml, mix, weight, residual, s1, s2, w1, w2 = ctx.saved_tensors
+        agg, gates, Mc, Ml, mix, weight, *tail = ctx.saved_tensors
         params = (Mc, Ml, mix, weight)
-        tail = None if w1 is None else GeneratorTail(residual, s1, s2, w1, w2)
+        tail = None if tail[-1] is None else GeneratorTail(*tail)
+        residual = None if tail is None else tail.residual
         need, N = ctx.needs_input_grad, agg.size(0)
         grad_agg = torch.zeros_like(agg) if need[0] else None
         grad_gates = torch.zeros_like(gates) if need[1] else None
         grad_residual = torch.zeros_like(residual) if need[6] else None
-        grad_s1 = torch.empty_like(s1) if need[7] else None
-        grad_s2 = torch.empty_like(s2) if need[8] else None
-        sums = [None] * 6  # of M_c, M_l, W_mix, W_O, W_1, W_2
+        grad_rstd1 = torch.empty_like(tail.rstd1) if need[7] else None
+        grad_rstd2 = torch.empty_like(tail.rstd2) if need[9] else None
+        sums = [None] * 8  # of M_c, M_l, W_mix, W_O, w_1, w_2 (norms), W_1, W_2
         with _replay_autocast(ctx):
             for rows in _chunks(agg, mix, tail):
-                g, tail_sums = grad[rows], (None, None)
+                g, tail_sums = grad[rows], (None,) * 4
                 mixed = _mixed(agg[rows], gates[rows], Mc, Ml, mix)
                 if tail is not None:
                     update = F.linear(_heads_last(mixed[0]), weight)
-                    g, (g_s1, g_s2, *tail_sums) = _tail_backward_rows(g, rows, update, tail, N)
-                    _store(grad_s1, rows, g_s1)
-                    _store(grad_s2, rows, g_s2)
+                    g, (g_s1, g_s2, *ffn_sums) = _tail_backward_rows(g, rows, update, tail, N)
+                    g_rstd1, g_nw1 = _scale_grads(g_s1, tail.rstd1, tail.norm_weight1, rows)
+                    g_rstd2, g_nw2 = _scale_grads(g_s2, tail.rstd2, tail.norm_weight2, rows)
+                    _store(grad_rstd1, rows, g_rstd1)
+                    _store(grad_rstd2, rows, g_rstd2)
+                    tail_sums = (g_nw1, g_nw2, *ffn_sums)
                     if grad_residual is not None and residual.size(0) == N:
                         grad_residual[rows] = g
                     elif grad_residual is not None:
@@ -310,8 +340,10 @@ class _GeneratorPath(torch.autograd.Function):
                     grad_agg[rows, :, 0], grad_agg[rows, :, 1:] = g_c, g_A
                 _store(grad_gates, rows, g_gates)
                 sums = _accumulate(sums, (*update_sums, *tail_sums))
-        sums = [s if n else None for s, n in zip(sums, need[2:6] + need[9:], strict=True)]
-        return (grad_agg, grad_gates, *sums[:4], grad_residual, grad_s1, grad_s2, *sums[4:])
+        need_sums = need[2:6] + (need[8], need[10]) + need[11:]
+        sums = [s if n else None for s, n in zip(sums, need_sums, strict=True)]
+        return (grad_agg, grad_gates, *sums[:4], grad_residual, grad_rstd1, sums[4],
+                grad_rstd2, sums[5], *sums[6:])
 
 
 def _store(total: Tensor | None, rows: slice, part: Tensor) -> None:
@@ -349,4 +381,4 @@ def budgeted_generators(agg: Tensor, gates: Tensor, matrix_center: Tensor,
         return _path_rows(slice(0, agg.size(0)), agg, gates,
                           (matrix_center, matrix_generators, mix, weight), tail)
     return _GeneratorPath.apply(agg, gates, matrix_center, matrix_generators, mix, weight,
-                                *(tail or (None,) * 5))
+                                *(tail or (None,) * len(GeneratorTail._fields)))

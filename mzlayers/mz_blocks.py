@@ -42,19 +42,19 @@ class ZonotopeLayerNorm(LayerNorm):
         super().__init__(channels, eps=eps)
 
     def forward(self, z: Zonotope) -> Zonotope:
-        center, scale = self.center_and_scale(z.center)
+        center, rstd = self.center_and_rstd(z.center)
         G = z.generators
-        return Zonotope(center, centred(G) * scale.to(G.dtype).unsqueeze(-2))
+        return Zonotope(center, centred(G) * (self.weight * rstd).to(G.dtype).unsqueeze(-2))
 
-    def center_and_scale(self, c: Tensor) -> tuple[Tensor, Tensor]:
-        r"""The normalised centres :obj:`[*, d]` and the per-token scale
-        :math:`\mathbf{w} / \sigma(\mathbf{c})` :obj:`[*, d]` of the generators'
-        linear part."""
+    def center_and_rstd(self, c: Tensor) -> tuple[Tensor, Tensor]:
+        r"""The normalised centres :obj:`[*, d]` and the reciprocal standard
+        deviation :math:`1 / \sigma(\mathbf{c})` :obj:`[*, 1]` (float32 at
+        least) of each token, whose product with the weight
+        :math:`\mathbf{w}` scales the generators' linear part."""
         # The statistics in float32 at least: in float16 the variance of
         # centre entries above ~256 overflows and would zero the generators.
         c32 = c.float() if torch.finfo(c.dtype).bits < 32 else c
-        std = (_variance(c32) + self.eps).sqrt()
-        return super().forward(c), self.weight / std
+        return super().forward(c), (_variance(c32) + self.eps).rsqrt()
 
 
 def _variance(c: Tensor) -> Tensor:
@@ -234,12 +234,12 @@ class MZMAB(torch.nn.Module):
         """
         x, y = Zonotope(x_center, x_generators), Zonotope(y_center, y_generators)
         o_center, agg, gates = self.attn.aggregate(x, y, key_layout, query_layout)
-        h, scale1 = _norm_center(self.norm1, broadcast_queries(
-            x_center, query_layout, key_layout) + o_center, agg.dtype)
-        out, scale2 = _norm_center(self.norm2, h + self.ffn.center(h), agg.dtype)
+        h, norm1 = _norm_center(self.norm1, broadcast_queries(
+            x_center, query_layout, key_layout) + o_center)
+        out, norm2 = _norm_center(self.norm2, h + self.ffn.center(h))
         ffn = self.ffn.generators.net
         generators = self.attn.generators(agg, gates, GeneratorTail(
-            x_generators, scale1, scale2, ffn[0].weight, ffn[3].weight))
+            x_generators, *norm1, *norm2, ffn[0].weight, ffn[3].weight))
         return out, generators
 
     def __repr__(self) -> str:
@@ -251,15 +251,16 @@ class MZMAB(torch.nn.Module):
                 f'{attention_repr(self.attn, MZMultiheadAttention)})')
 
 
-def _norm_center(norm: torch.nn.Module, c: Tensor, dtype: torch.dtype
-                 ) -> tuple[Tensor, Tensor | None]:
-    r"""A block norm on centres :obj:`[*, d]`: the normalised centres and the
-    scale of the generators' linear part in :obj:`dtype` (:obj:`None`
+def _norm_center(norm: torch.nn.Module, c: Tensor
+                 ) -> tuple[Tensor, tuple[Tensor | None, Tensor | None]]:
+    r"""A block norm on centres :obj:`[*, d]`: the normalised centres and,
+    for the generators' linear part, the reciprocal standard deviations
+    :obj:`[*, 1]` and the norm's weight :obj:`[d]` (both :obj:`None`
     without a norm)."""
     if not isinstance(norm, ZonotopeLayerNorm):
-        return c, None
-    center, scale = norm.center_and_scale(c)
-    return center, scale.to(dtype)
+        return c, (None, None)
+    center, rstd = norm.center_and_rstd(c)
+    return center, (rstd, norm.weight)
 
 
 def _checkpoint_repr(rows: int | None) -> str:

@@ -34,17 +34,19 @@ def _budgeted_reference(agg, gates, Mc, Ml, mix, weight):
 
 
 def _tail_inputs(rows=N, residual_rows=N, norms=True):
-    scales = (_double(rows, D), _double(rows, D)) if norms else (None, None)
-    return (_double(residual_rows, G, D), *scales, _double(FF, D), _double(D, FF))
+    def norm():  # 1 / sigma per row and the weight of a norm
+        return (_double(rows, 1), _double(D)) if norms else (None, None)
+    return (_double(residual_rows, G, D), *norm(), *norm(), _double(FF, D), _double(D, FF))
 
 
-def _tail_reference(residual, update, s1, s2, w1, w2):
-    def norm(x, s):
-        return x if s is None else (x - x.mean(-1, keepdim=True)) * s.unsqueeze(-2)
+def _tail_reference(residual, update, rstd1, nw1, rstd2, nw2, w1, w2):
+    def norm(x, rstd, weight):
+        return x if rstd is None else \
+            (x - x.mean(-1, keepdim=True)) * (weight * rstd).unsqueeze(-2)
     res = residual.repeat(update.size(0) // residual.size(0), 1, 1)
-    h = norm(res + update, s1)
+    h = norm(res + update, rstd1, nw1)
     f = h + torch.nn.functional.linear(torch.relu(torch.nn.functional.linear(h, w1)), w2)
-    return norm(f, s2)
+    return norm(f, rstd2, nw2)
 
 
 def _path(*inputs):
