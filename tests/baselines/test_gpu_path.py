@@ -128,7 +128,12 @@ def test_host_syncs_per_training_step(name, one_thread):
 #: way: 866 and 3,386); the linear layers, about 12 operators each with
 #: their backward and gradient accumulation (40 in Standard, 47 in MZ-Full:
 #: about 500 and 600); and MZ-Full's generator path and zonotope norms.
-OPS_PER_STEP = {'standard': 1131, 'mz-full': 3651}
+#: MZ-Full went from 3,651 to 4,202 when its attention recomputed its values
+#: and the attention in backward (torch.utils.checkpoint) and one generator-
+#: path function kept only the attention output (issue 34, item 5: MZ-ISAB /
+#: ISAB training memory 4.6x -> 2.8x at Table 30's Small, docs/benchmarks.md):
+#: the recomputed forward is counted again.
+OPS_PER_STEP = {'standard': 1131, 'mz-full': 4202}
 
 
 @pytest.mark.parametrize('name', sorted(OPS_PER_STEP))
