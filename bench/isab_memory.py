@@ -23,6 +23,7 @@ same run.
 """
 import argparse
 import json
+from collections.abc import Callable
 
 import torch
 
@@ -41,19 +42,32 @@ from .report import write_text_atomic
 MEMORY_TARGET, TIME_TARGET = 2.5, 1.5
 
 
-def measure(config: str, repeats: int, rss: bool) -> dict[str, dict]:
-    r"""The rows of one configuration, with ratios against ``isab``."""
+def block_steps(config: str, blocks: tuple[str, ...] = overhead.BLOCKS
+                ) -> dict[str, Callable[[], None]]:
+    r"""One training step (forward + backward) of every block of
+    :obj:`blocks` on the batch of :obj:`config`, on CPU."""
     torch.manual_seed(0)
     channels = overhead.CONFIGS[config][0]
     device = torch.device('cpu')
-    steps = {b: train_step(overhead.make_block(b, channels),
-                           overhead.block_inputs(b, config, device))
-             for b in overhead.BLOCKS}
-    timings = time_interleaved(steps, device, repeats)
+    return {b: train_step(overhead.make_block(b, channels),
+                          overhead.block_inputs(b, config, device)) for b in blocks}
+
+
+def counted_peak(step: Callable[[], None]) -> int:
+    r"""The peak bytes of one call of :obj:`step` after a warm-up call,
+    counted tensor by tensor (:func:`~.measure.peak_memory_dispatch`)."""
+    step()
+    return peak_memory_dispatch(step)
+
+
+def measure(config: str, repeats: int, rss: bool) -> dict[str, dict]:
+    r"""The rows of one configuration, with ratios against ``isab``."""
+    steps = block_steps(config)
+    timings = time_interleaved(steps, torch.device('cpu'), repeats)
     rows = {}
     for block, step in steps.items():
         rows[block] = {'median_s': timings[block].median, 'q1_s': timings[block].q1,
-                       'q3_s': timings[block].q3, 'peak_bytes': peak_memory_dispatch(step)}
+                       'q3_s': timings[block].q3, 'peak_bytes': counted_peak(step)}
         if rss:
             rows[block]['rss_peak_bytes'] = peak_memory_subprocess(
                 overhead.__name__, dict(model=block, config=config, mode='train'))

@@ -1,36 +1,36 @@
-r"""The generator path of an MZ block as two custom autograd functions that
-keep only their inputs for backward.
+r"""The generator path of an MZ block as one custom autograd function that
+keeps only the attention output for backward.
 
 Every token of an MZ block carries :math:`n_g` generator rows beside its
 centre, so each activation that autograd stores on the generator path is
 :math:`n_g` times the size of the matching centre activation: storing them
 all made one MZ-ISAB forward + backward take 8.6--10x the peak memory of a
-standard ISAB (issue 34).  The generator path after attention is cheap,
-row-wise arithmetic given a few small centre-path quantities (the gates
-:math:`\gamma`, the layer-norm scales), so the two functions here save their
-inputs once and recompute everything else in backward, in chunks of
+standard ISAB (issue 34).  The generator path after the attention weights is
+cheap, row-wise arithmetic given a few small centre-path quantities (the
+gates :math:`\gamma`, the layer-norm scales), so :func:`budgeted_generators`
+saves the attention output (which the centre path keeps anyway) and the
+small inputs once, and recomputes everything else in backward, in chunks of
 :obj:`CHUNK_ELEMENTS`-sized rows, so that the recomputation never holds a
 whole :obj:`[N, n_g, d_{ff}]` intermediate either:
 
-* :func:`budgeted_generators`, the generator output of Eq. (3) after the
-  attention: :math:`\mathbf{W}_O \Vert_h (\hat G^{(h)} M_c^{(h)\top} +
-  W_{\mathrm{mix}}^{(h)} \mathrm{stack}_l[\gamma_l^{(h)} M_l^{(h)}
-  \hat{\mathbf{c}}^{(h)}])`; it keeps the attention output (centres and
-  generators, one tensor) and recomputes the per-head products.
-* :func:`generator_tail`, the rest of an MZ-MAB on the generators:
-  residual, the linear part of the first layer norm, the generator FFN with
-  its residual and the linear part of the second layer norm; it keeps the
-  attention's generator update and recomputes the rest.
+* the generator output of Eq. (3): :math:`O^G = \mathbf{W}_O \Vert_h
+  (\hat G^{(h)} M_c^{(h)\top} + W_{\mathrm{mix}}^{(h)}
+  \mathrm{stack}_l[\gamma_l^{(h)} M_l^{(h)} \hat{\mathbf{c}}^{(h)}])`;
+* optionally (a :class:`GeneratorTail`), the rest of an MZ-MAB on the
+  generators: residual, the linear part of the first layer norm, the
+  generator FFN with its residual and the linear part of the second layer
+  norm.  Neither :math:`O^G` nor anything after it is stored.
 
-Both give the same values as the plain autograd composition (same
+The function gives the same values as the plain autograd composition (same
 operations per row, in the same order) and first-order gradients only
 (:func:`~torch.autograd.function.once_differentiable`).  Under
 :func:`torch.autocast` backward recomputes under the autocast state of the
 forward.  Inside a :mod:`torch.func` transform (:func:`~torch.func.vmap`
-over stacked replicas, :mod:`mzattn.stacked`) they run as that plain
+over stacked replicas, :mod:`mzattn.stacked`) it runs as that plain
 composition, which autograd and the transform differentiate and batch.
 """
 from contextlib import AbstractContextManager
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -38,9 +38,51 @@ from torch import Tensor
 from torch.autograd.function import FunctionCtx, once_differentiable
 
 #: Largest number of elements of one intermediate (e.g. the generator FFN's
-#: hidden layer :obj:`[rows, n_g, d_ff]`) that the functions materialise at
+#: hidden layer :obj:`[rows, n_g, d_ff]`) that the function materialises at
 #: once: 256 KiB in float32.
 CHUNK_ELEMENTS = 2**16
+
+
+class GeneratorTail(NamedTuple):
+    r"""The generator rows of an MZ-MAB after its attention, given the
+    attention's generator output :math:`O^G`:
+
+    .. math::
+        R = G_X + O^G, \quad
+        H = \mathrm{LN}_1^{\mathrm{lin}}(R), \quad
+        F = H + W_2\,\mathrm{ReLU}(W_1 H), \quad
+        \mathrm{out} = \mathrm{LN}_2^{\mathrm{lin}}(F)
+
+    row-wise, where :math:`\mathrm{LN}^{\mathrm{lin}}(X) = (X -
+    \mathrm{mean}_d X) \odot \mathbf{s}` is the linear part of a layer norm
+    with the per-token scale :math:`\mathbf{s} = \mathbf{w} / \sigma` of its
+    centre (see :class:`~mzlayers.mz_blocks.ZonotopeLayerNorm`), given as
+    the norm's weight :math:`\mathbf{w}` and the reciprocal
+    :math:`1 / \sigma` of the centre's standard deviation: the function
+    keeps :obj:`[N, 1]` per norm, not :obj:`[N, d]`.
+
+    Attributes:
+        residual (torch.Tensor): :math:`G_X`, :obj:`[N, n_g, d]`, or
+            :obj:`[M, n_g, d]` for :math:`M` learned queries shared by the
+            :math:`N / M` sets (output rows set-major).
+        rstd1 (torch.Tensor, optional): :math:`1 / \sigma_1`, :obj:`[N, 1]`
+            (:obj:`None`: no first norm).
+        norm_weight1 (torch.Tensor, optional): :math:`\mathbf{w}_1`,
+            :obj:`[d]` (:obj:`None`: no first norm).
+        rstd2 (torch.Tensor, optional): :math:`1 / \sigma_2`, :obj:`[N, 1]`
+            (:obj:`None`: no second norm).
+        norm_weight2 (torch.Tensor, optional): :math:`\mathbf{w}_2`,
+            :obj:`[d]` (:obj:`None`: no second norm).
+        weight1 (torch.Tensor): :math:`W_1`, :obj:`[d_{ff}, d]`.
+        weight2 (torch.Tensor): :math:`W_2`, :obj:`[d, d_{ff}]`.
+    """
+    residual: Tensor
+    rstd1: Tensor | None
+    norm_weight1: Tensor | None
+    rstd2: Tensor | None
+    norm_weight2: Tensor | None
+    weight1: Tensor
+    weight2: Tensor
 
 
 def chunk_rows(num_rows: int, row_elements: int, multiple: int = 1) -> list[slice]:
@@ -64,6 +106,24 @@ def _scaled(x: Tensor, scale: Tensor | None) -> Tensor:
     return x if scale is None else centred(x) * scale.unsqueeze(-2)
 
 
+def _row_scale(rstd: Tensor | None, norm_weight: Tensor | None, rows: slice,
+               dtype: torch.dtype) -> Tensor | None:
+    r"""The scale :math:`\mathbf{w} / \sigma` :obj:`[n, d]` of a layer norm's
+    linear part on rows :obj:`rows`, in :obj:`dtype` (:obj:`None`: no norm)."""
+    return None if rstd is None else (norm_weight * rstd[rows]).to(dtype)
+
+
+def _scale_grads(g_scale: Tensor | None, rstd: Tensor | None, norm_weight: Tensor | None,
+                 rows: slice) -> tuple[Tensor | None, Tensor | None]:
+    r"""The gradients of :math:`1 / \sigma` on rows :obj:`rows` :obj:`[n, 1]`
+    and the rows' part of that of :math:`\mathbf{w}` :obj:`[d]`, given the
+    gradient of the rows' scale :obj:`[n, d]`."""
+    if g_scale is None:
+        return None, None
+    g_scale = g_scale.to(rstd.dtype)
+    return (g_scale * norm_weight).sum(-1, keepdim=True), (g_scale * rstd[rows]).sum(0)
+
+
 def _autocast_state(device_type: str) -> tuple[bool, torch.dtype]:
     return (torch.is_autocast_enabled(device_type),
             torch.get_autocast_dtype(device_type))
@@ -74,18 +134,6 @@ def _replay_autocast(ctx: FunctionCtx) -> AbstractContextManager:
     return torch.autocast(ctx.device_type, dtype=dtype, enabled=enabled)
 
 
-def _by_rows(chunks: list[slice], num_rows: int, fn, empty: Tensor) -> Tensor:
-    r"""The rows :obj:`fn(rows)` of every chunk, written into one output of
-    :obj:`num_rows` rows (:obj:`empty` when there are no rows)."""
-    out = None
-    for rows in chunks:
-        part = fn(rows)
-        if out is None:
-            out = part.new_empty(num_rows, *part.shape[1:])
-        out[rows] = part
-    return empty if out is None else out
-
-
 def _rows_outer(grad: Tensor, x: Tensor) -> Tensor:
     r"""The weight gradient :math:`\sum_{\mathrm{rows}} g x^{\top}`
     :obj:`[o, i]` of a linear map from rows :obj:`x` :obj:`[*, i]` with
@@ -93,86 +141,30 @@ def _rows_outer(grad: Tensor, x: Tensor) -> Tensor:
     return grad.reshape(-1, grad.size(-1)).T @ x.reshape(-1, x.size(-1))
 
 
-def _in_transform() -> bool:
+def in_transform() -> bool:
     r"""Whether a :mod:`torch.func` transform (:func:`~torch.func.vmap`,
-    :func:`~torch.func.grad`) is active: the autograd functions here have
-    no :obj:`setup_context`, so the transforms cannot run them."""
+    :func:`~torch.func.grad`) is active: the autograd function here has
+    no :obj:`setup_context`, and :func:`torch.utils.checkpoint.checkpoint`
+    cannot recompute under a transform, so both run as plain autograd there."""
     return torch._C._are_functorch_transforms_active()
 
 
-def _accumulate(total: Tensor | None, part: Tensor) -> Tensor:
-    return part if total is None else total + part
+def _accumulate(totals: list, parts: tuple) -> list:
+    return [part if total is None or part is None else total + part
+            for total, part in zip(totals, parts, strict=True)]
 
 
-# The generator output of MZ attention ########################################
-
-class _BudgetedGenerators(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, agg: Tensor, gates: Tensor, matrix_center: Tensor,
-                matrix_generators: Tensor, mix: Tensor, weight: Tensor) -> Tensor:
-        N, H, _, C = agg.shape
-        G = mix.size(1)
-        ctx.device_type = agg.device.type
-        ctx.autocast = _autocast_state(agg.device.type)
-        ctx.save_for_backward(agg, gates, matrix_center, matrix_generators, mix, weight)
-
-        def rows_out(rows: slice) -> Tensor:
-            m = _mixed(agg[rows], gates[rows], matrix_center, matrix_generators, mix)[0]
-            return F.linear(_heads_last(m), weight)
-        return _by_rows(chunk_rows(N, G * H * C), N, rows_out,
-                        agg.new_empty(0, G, weight.size(0)))
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad: Tensor):
-        agg, gates, Mc, Ml, mix, weight = ctx.saved_tensors
-        H, C = agg.size(1), agg.size(3)
-        need = ctx.needs_input_grad
-        grad_mc = grad_ml = grad_mix = grad_weight = None
-        grad_agg = torch.zeros_like(agg) if need[0] else None
-        grad_gates = torch.zeros_like(gates) if need[1] else None
-        with _replay_autocast(ctx):
-            for rows in chunk_rows(agg.size(0), mix.size(1) * H * C):
-                g_c, g_A, g_gates, parts = _budgeted_backward_rows(
-                    grad[rows], agg[rows], gates[rows], Mc, Ml, mix, weight)
-                if grad_agg is not None:
-                    grad_agg[rows, :, 0], grad_agg[rows, :, 1:] = g_c, g_A
-                if grad_gates is not None:
-                    grad_gates[rows] = g_gates
-                grad_mc, grad_ml, grad_mix, grad_weight = [
-                    _accumulate(total, part) for total, part in zip(
-                        (grad_mc, grad_ml, grad_mix, grad_weight), parts, strict=True)]
-        return (grad_agg, grad_gates, grad_mc if need[2] else None,
-                grad_ml if need[3] else None, grad_mix if need[4] else None,
-                grad_weight if need[5] else None)
+def _chunks(agg: Tensor, mix: Tensor, tail: GeneratorTail | None) -> list[slice]:
+    r"""Row chunks of the path: whole rows of its widest intermediate (the
+    generator FFN's hidden layer), a multiple of the learned queries' count
+    when the tail's residual holds one row per learned query."""
+    N, H, _, C = agg.shape
+    width = H * C if tail is None else max(H * C, tail.weight1.size(0))
+    multiple = 1 if tail is None or tail.residual.size(0) >= N else tail.residual.size(0)
+    return chunk_rows(N, mix.size(1) * width, multiple)
 
 
-def _budgeted_backward_rows(grad: Tensor, agg: Tensor, gates: Tensor, Mc: Tensor,
-                            Ml: Tensor, mix: Tensor, weight: Tensor
-                            ) -> tuple[Tensor, Tensor, Tensor, tuple[Tensor, ...]]:
-    r"""The backward of :func:`budgeted_generators` on a chunk of rows: the
-    gradients of the chunk's :math:`\hat{\mathbf{c}}` :obj:`[n, H, C]`,
-    :math:`\hat G` :obj:`[n, H, n_g, C]` and gates :obj:`[n, H, L]`, and the
-    chunk's parts of the gradients of :math:`M_c, M_l, W_{\mathrm{mix}},
-    \mathbf{W}_O`."""
-    (n, H, _, C), G, L = agg.shape, mix.size(1), Ml.size(1)
-    m, mlc, gated = _mixed(agg, gates, Mc, Ml, mix)
-    g_weight = _rows_outer(grad, _heads_last(m))
-    # heads first, each product one bmm over the heads (no einsum): [H, rows, *]
-    c, A = agg[:, :, 0].transpose(0, 1), _heads_first(agg[:, :, 1:])  # [H, n, C], [H, n G, C]
-    mlc, gated = mlc.transpose(0, 1), gated.transpose(0, 1)  # [H, n, L, C]
-    g_m = _heads_first((grad @ weight).view(n, G, H, C).transpose(1, 2))  # [H, n G, C]
-    g_A = torch.bmm(g_m, Mc)
-    g_mc = torch.bmm(g_m.transpose(1, 2), A)  # [H, C, C]
-    g_m = g_m.view(H, n, G, C)
-    g_mix = (g_m @ gated.transpose(2, 3)).sum(1)  # [H, n_g, L]
-    g_gated = mix.transpose(1, 2).unsqueeze(1) @ g_m  # [H, n, L, C]
-    g_mlc = (g_gated * gates.transpose(0, 1).unsqueeze(-1)).view(H, n, L * C)
-    g_ml = torch.bmm(g_mlc.transpose(1, 2), c).view(H, L, C, C)
-    g_c = torch.bmm(g_mlc, Ml.flatten(1, 2))  # [H, n, C]
-    return (g_c.transpose(0, 1), g_A.view(H, n, G, C).transpose(0, 1),
-            (g_gated * mlc).sum(-1).transpose(0, 1), (g_mc, g_ml, g_mix, g_weight))
-
+# Forward, on a chunk of rows #################################################
 
 def _mixed(agg: Tensor, gates: Tensor, matrix_center: Tensor, matrix_generators: Tensor,
            mix: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -203,14 +195,177 @@ def _heads_last(m: Tensor) -> Tensor:
     return m.transpose(1, 2).flatten(-2)
 
 
+def _residual_index(rows: slice, residual: Tensor) -> Tensor:
+    r"""The rows of :obj:`residual` that output rows :obj:`rows` add (query
+    :math:`i \bmod M` for :math:`M` learned queries, set-major)."""
+    return torch.arange(rows.start, rows.stop, device=residual.device) % residual.size(0)
+
+
+def _tail_rows(rows: slice, update: Tensor, tail: GeneratorTail, num_rows: int
+               ) -> tuple[Tensor, ...]:
+    r"""The tail on output rows :obj:`rows` of :obj:`num_rows` (with their
+    update :math:`O^G` :obj:`update`) up to the second norm: the residual
+    sum :math:`R`, :math:`H = \mathrm{LN}_1^{\mathrm{lin}}(R)`, the FFN's
+    activation :math:`A = \mathrm{ReLU}(H W_1^{\top})` and :math:`F = H + A
+    W_2^{\top}`, each :obj:`[n, n_g, *]`."""
+    residual = tail.residual
+    res = residual[rows] if residual.size(0) == num_rows else \
+        residual[_residual_index(rows, residual)]
+    r = res + update
+    h = _scaled(r, _row_scale(tail.rstd1, tail.norm_weight1, rows, r.dtype))
+    a = F.linear(h, tail.weight1).relu_()
+    return r, h, a, h + F.linear(a, tail.weight2)
+
+
+def _path_rows(rows: slice, agg: Tensor, gates: Tensor, params: tuple[Tensor, ...],
+               tail: GeneratorTail | None) -> Tensor:
+    r"""The path's output on rows :obj:`rows`, :obj:`[n, n_g, d]`."""
+    Mc, Ml, mix, weight = params  # the generator output O^G of the rows, [n, n_g, d]
+    update = F.linear(_heads_last(_mixed(agg[rows], gates[rows], Mc, Ml, mix)[0]), weight)
+    return update if tail is None else _tail_output_rows(rows, update, tail, agg.size(0))
+
+
+def _tail_output_rows(rows: slice, update: Tensor, tail: GeneratorTail, num_rows: int
+                      ) -> Tensor:
+    r"""The tail's output on rows :obj:`rows` of :obj:`num_rows`, given their
+    update :math:`O^G` :obj:`update` :obj:`[n, n_g, d]`."""
+    f = _tail_rows(rows, update, tail, num_rows)[-1]
+    return _scaled(f, _row_scale(tail.rstd2, tail.norm_weight2, rows, f.dtype))
+
+
+# Backward, on a chunk of rows ################################################
+
+def _tail_backward_rows(grad: Tensor, rows: slice, update: Tensor, tail: GeneratorTail,
+                        num_rows: int) -> tuple[Tensor, tuple]:
+    r"""The tail's backward on output rows :obj:`rows`: the gradient of
+    :math:`R` (that is, of :math:`O^G` and of the residual)
+    :obj:`[n, n_g, d]`, and the row gradients of both scales :obj:`[n, d]`
+    (:obj:`None` without the norm) and the chunk's parts of the gradients of
+    :math:`W_1, W_2`."""
+    w1, w2 = tail.weight1, tail.weight2
+    r, h, a, f = _tail_rows(rows, update, tail, num_rows)
+    s1 = _row_scale(tail.rstd1, tail.norm_weight1, rows, r.dtype)
+    s2 = _row_scale(tail.rstd2, tail.norm_weight2, rows, f.dtype)
+    g_s1 = g_s2 = None
+    if s2 is not None:
+        g_s2 = (grad * centred(f)).sum(-2)
+        grad = centred(grad * s2.unsqueeze(-2))
+    g_w2 = _rows_outer(grad, a)
+    g_z = torch.ops.aten.threshold_backward(grad @ w2, a, 0)  # ReLU's backward
+    g_w1 = _rows_outer(g_z, h)
+    grad = grad + g_z @ w1
+    if s1 is not None:
+        g_s1 = (grad * centred(r)).sum(-2)
+        grad = centred(grad * s1.unsqueeze(-2))
+    return grad, (g_s1, g_s2, g_w1, g_w2)
+
+
+def _update_backward_rows(grad: Tensor, agg: Tensor, gates: Tensor,
+                          params: tuple[Tensor, ...], mixed: tuple[Tensor, ...]
+                          ) -> tuple[Tensor, Tensor, Tensor, tuple[Tensor, ...]]:
+    r"""The backward of :math:`O^G` on a chunk of rows (:obj:`mixed` from
+    :func:`_mixed`): the gradients of the chunk's :math:`\hat{\mathbf{c}}`
+    :obj:`[n, H, C]`, :math:`\hat G` :obj:`[n, H, n_g, C]` and gates
+    :obj:`[n, H, L]`, and the chunk's parts of the gradients of :math:`M_c,
+    M_l, W_{\mathrm{mix}}, \mathbf{W}_O`."""
+    Mc, Ml, mix, weight = params
+    (n, H, _, C), G, L = agg.shape, mix.size(1), Ml.size(1)
+    m, mlc, gated = mixed
+    g_weight = _rows_outer(grad, _heads_last(m))
+    # heads first, each product one bmm over the heads (no einsum): [H, rows, *]
+    c, A = agg[:, :, 0].transpose(0, 1), _heads_first(agg[:, :, 1:])  # [H, n, C], [H, n G, C]
+    mlc, gated = mlc.transpose(0, 1), gated.transpose(0, 1)  # [H, n, L, C]
+    g_m = _heads_first((grad @ weight).view(n, G, H, C).transpose(1, 2))  # [H, n G, C]
+    g_A = torch.bmm(g_m, Mc)
+    g_mc = torch.bmm(g_m.transpose(1, 2), A)  # [H, C, C]
+    g_m = g_m.view(H, n, G, C)
+    g_mix = (g_m @ gated.transpose(2, 3)).sum(1)  # [H, n_g, L]
+    g_gated = mix.transpose(1, 2).unsqueeze(1) @ g_m  # [H, n, L, C]
+    g_mlc = (g_gated * gates.transpose(0, 1).unsqueeze(-1)).view(H, n, L * C)
+    g_ml = torch.bmm(g_mlc.transpose(1, 2), c).view(H, L, C, C)
+    g_c = torch.bmm(g_mlc, Ml.flatten(1, 2))  # [H, n, C]
+    return (g_c.transpose(0, 1), g_A.view(H, n, G, C).transpose(0, 1),
+            (g_gated * mlc).sum(-1).transpose(0, 1), (g_mc, g_ml, g_mix, g_weight))
+
+
+# The function ################################################################
+
+class _GeneratorPath(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, agg: Tensor, gates: Tensor, matrix_center: Tensor,
+                matrix_generators: Tensor, mix: Tensor, weight: Tensor,
+                *tail: Tensor | None) -> Tensor:
+        ctx.device_type = agg.device.type
+        ctx.autocast = _autocast_state(agg.device.type)
+        ctx.save_for_backward(agg, gates, matrix_center, matrix_generators, mix, weight,
+                              *tail)
+        params = (matrix_center, matrix_generators, mix, weight)
+        tail = None if tail[-1] is None else GeneratorTail(*tail)
+        out = agg.new_empty(0, mix.size(1), weight.size(0))
+        for rows in _chunks(agg, mix, tail):
+            part = _path_rows(rows, agg, gates, params, tail)
+            if rows.start == 0:  # in the dtype that autocast gives the rows
+                out = part.new_empty(agg.size(0), *part.shape[1:])
+            out[rows] = part
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor):
+        agg, gates, Mc, Ml, mix, weight, *tail = ctx.saved_tensors
+        params = (Mc, Ml, mix, weight)
+        tail = None if tail[-1] is None else GeneratorTail(*tail)
+        residual = None if tail is None else tail.residual
+        need, N = ctx.needs_input_grad, agg.size(0)
+        grad_agg = torch.zeros_like(agg) if need[0] else None
+        grad_gates = torch.zeros_like(gates) if need[1] else None
+        grad_residual = torch.zeros_like(residual) if need[6] else None
+        grad_rstd1 = torch.empty_like(tail.rstd1) if need[7] else None
+        grad_rstd2 = torch.empty_like(tail.rstd2) if need[9] else None
+        sums = [None] * 8  # of M_c, M_l, W_mix, W_O, w_1, w_2 (norms), W_1, W_2
+        with _replay_autocast(ctx):
+            for rows in _chunks(agg, mix, tail):
+                g, tail_sums = grad[rows], (None,) * 4
+                mixed = _mixed(agg[rows], gates[rows], Mc, Ml, mix)
+                if tail is not None:
+                    update = F.linear(_heads_last(mixed[0]), weight)
+                    g, (g_s1, g_s2, *ffn_sums) = _tail_backward_rows(g, rows, update, tail, N)
+                    g_rstd1, g_nw1 = _scale_grads(g_s1, tail.rstd1, tail.norm_weight1, rows)
+                    g_rstd2, g_nw2 = _scale_grads(g_s2, tail.rstd2, tail.norm_weight2, rows)
+                    _store(grad_rstd1, rows, g_rstd1)
+                    _store(grad_rstd2, rows, g_rstd2)
+                    tail_sums = (g_nw1, g_nw2, *ffn_sums)
+                    if grad_residual is not None and residual.size(0) == N:
+                        grad_residual[rows] = g
+                    elif grad_residual is not None:
+                        grad_residual.index_add_(0, _residual_index(rows, residual), g)
+                g_c, g_A, g_gates, update_sums = _update_backward_rows(
+                    g, agg[rows], gates[rows], params, mixed)
+                if grad_agg is not None:
+                    grad_agg[rows, :, 0], grad_agg[rows, :, 1:] = g_c, g_A
+                _store(grad_gates, rows, g_gates)
+                sums = _accumulate(sums, (*update_sums, *tail_sums))
+        need_sums = need[2:6] + (need[8], need[10]) + need[11:]
+        sums = [s if n else None for s, n in zip(sums, need_sums, strict=True)]
+        return (grad_agg, grad_gates, *sums[:4], grad_residual, grad_rstd1, sums[4],
+                grad_rstd2, sums[5], *sums[6:])
+
+
+def _store(total: Tensor | None, rows: slice, part: Tensor) -> None:
+    if total is not None:
+        total[rows] = part
+
+
 def budgeted_generators(agg: Tensor, gates: Tensor, matrix_center: Tensor,
-                        matrix_generators: Tensor, mix: Tensor, weight: Tensor) -> Tensor:
+                        matrix_generators: Tensor, mix: Tensor, weight: Tensor,
+                        tail: GeneratorTail | None = None) -> Tensor:
     r"""The generator rows of MZ attention after the attention weights
     (Eq. 3): per head :math:`h`, :math:`O^{G,(h)} = \hat G^{(h)}
     M_c^{(h)\top} + W_{\mathrm{mix}}^{(h)} \mathrm{stack}_l[\gamma_l^{(h)}
     M_l^{(h)} \hat{\mathbf{c}}^{(h)}]`, heads concatenated and mapped by
-    :math:`\mathbf{W}_O` (no bias).  Backward keeps :obj:`agg` and the
-    parameters only.
+    :math:`\mathbf{W}_O` (no bias), followed by :obj:`tail` when given (the
+    rest of an MZ-MAB, :class:`GeneratorTail`).  Backward keeps :obj:`agg`
+    and the small inputs only and recomputes the rest in row chunks.
 
     Args:
         agg (torch.Tensor): Attention outputs :obj:`[N, H, 1 + n_g, C]`,
@@ -221,145 +376,28 @@ def budgeted_generators(agg: Tensor, gates: Tensor, matrix_center: Tensor,
         matrix_generators (torch.Tensor): :math:`M_l`, :obj:`[H, L, C, C]`.
         mix (torch.Tensor): :math:`W_{\mathrm{mix}}`, :obj:`[H, n_g, L]`.
         weight (torch.Tensor): :math:`\mathbf{W}_O`, :obj:`[d, H C]`.
+        tail (GeneratorTail, optional): The rest of an MZ-MAB on the
+            generators. (default: :obj:`None`)
 
     Returns:
         torch.Tensor: :obj:`[N, n_g, d]`.
     """
-    if _in_transform():
-        return F.linear(_heads_last(_mixed(agg, gates, matrix_center, matrix_generators,
-                                           mix)[0]), weight)
-    return _BudgetedGenerators.apply(agg, gates, matrix_center, matrix_generators, mix,
-                                     weight)
+    if in_transform():
+        return _path_rows(slice(0, agg.size(0)), agg, gates,
+                          (matrix_center, matrix_generators, mix, weight), tail)
+    return _GeneratorPath.apply(agg, gates, matrix_center, matrix_generators, mix, weight,
+                                *(tail or (None,) * len(GeneratorTail._fields)))
 
 
-# The rest of an MZ-MAB on the generators ####################################
-
-class _GeneratorTail(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, residual: Tensor, update: Tensor, scale1: Tensor | None,
-                scale2: Tensor | None, weight1: Tensor, weight2: Tensor) -> Tensor:
-        ctx.device_type = update.device.type
-        ctx.autocast = _autocast_state(update.device.type)
-        ctx.save_for_backward(residual, update, scale1, scale2, weight1, weight2)
-        return _by_rows(_tail_chunks(update, residual, weight1), update.size(0),
-                        lambda rows: _scaled(_tail_rows(rows, residual, update, scale1,
-                                                        weight1, weight2)[-1],
-                                             None if scale2 is None else scale2[rows]),
-                        torch.empty_like(update))
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad: Tensor):
-        residual, update, s1, s2, w1, w2 = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        grad_update = torch.empty_like(update, dtype=grad.dtype)
-        grad_residual = torch.zeros_like(residual) if need[0] else None
-        grad_s1 = torch.empty_like(s1) if s1 is not None and need[2] else None
-        grad_s2 = torch.empty_like(s2) if s2 is not None and need[3] else None
-        grad_w1 = grad_w2 = None
-        with _replay_autocast(ctx):
-            for rows in _tail_chunks(update, residual, w1):
-                g, g_s1, g_s2, g_w1, g_w2 = _tail_backward_rows(
-                    grad[rows], rows, residual, update, s1, s2, w1, w2)
-                grad_update[rows] = g
-                if grad_s1 is not None:
-                    grad_s1[rows] = g_s1
-                if grad_s2 is not None:
-                    grad_s2[rows] = g_s2
-                grad_w1, grad_w2 = _accumulate(grad_w1, g_w1), _accumulate(grad_w2, g_w2)
-                if grad_residual is not None and residual.size(0) == update.size(0):
-                    grad_residual[rows] = g
-                elif grad_residual is not None:
-                    grad_residual.index_add_(0, _residual_index(rows, residual), g)
-        return (grad_residual, grad_update if need[1] else None, grad_s1, grad_s2,
-                grad_w1 if need[4] else None, grad_w2 if need[5] else None)
-
-
-def _tail_chunks(update: Tensor, residual: Tensor, weight1: Tensor) -> list[slice]:
-    r"""Row chunks of the tail: whole rows of the generator FFN's hidden
-    layer, a multiple of the learned queries' count when :obj:`residual`
-    holds one row per learned query."""
-    N, G, d = update.shape
-    return chunk_rows(N, G * max(d, weight1.size(0)),
-                      multiple=residual.size(0) if residual.size(0) < N else 1)
-
-
-def _residual_index(rows: slice, residual: Tensor) -> Tensor:
-    r"""The rows of :obj:`residual` that output rows :obj:`rows` add (query
-    :math:`i \bmod M` for :math:`M` learned queries, set-major)."""
-    return torch.arange(rows.start, rows.stop, device=residual.device) % residual.size(0)
-
-
-def _tail_rows(rows: slice, residual: Tensor, update: Tensor, s1: Tensor | None,
-               w1: Tensor, w2: Tensor) -> tuple[Tensor, ...]:
-    r"""The tail on output rows :obj:`rows` up to the second norm: the
-    residual sum :math:`R = G_X + O^G`, :math:`H =
-    \mathrm{LN}_1^{\mathrm{lin}}(R)`, the FFN's activation :math:`A =
-    \mathrm{ReLU}(H W_1^{\top})` and :math:`F = H + A W_2^{\top}`, each
-    :obj:`[n, n_g, *]`."""
-    res = residual[rows] if residual.size(0) == update.size(0) else \
-        residual[_residual_index(rows, residual)]
-    r = res + update[rows]
-    h = _scaled(r, None if s1 is None else s1[rows])
-    a = F.linear(h, w1).relu_()
-    return r, h, a, h + F.linear(a, w2)
-
-
-def _tail_backward_rows(grad: Tensor, rows: slice, residual: Tensor, update: Tensor,
-                        s1: Tensor | None, s2: Tensor | None, w1: Tensor, w2: Tensor
-                        ) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor, Tensor]:
-    r"""The tail's backward on output rows :obj:`rows` (a function of its
-    own, so that a chunk's recomputed activations are freed before the next
-    chunk's): the gradient of :math:`R` :obj:`[n, n_g, d]`, the row
-    gradients of both scales :obj:`[n, d]` and the chunk's parts of the
-    gradients of :math:`W_1, W_2`."""
-    r, h, a, f = _tail_rows(rows, residual, update, s1, w1, w2)
-    g_s1 = g_s2 = None
-    if s2 is not None:
-        g_s2 = (grad * centred(f)).sum(-2)
-        grad = centred(grad * s2[rows].unsqueeze(-2))
-    g_w2 = _rows_outer(grad, a)
-    g_z = torch.ops.aten.threshold_backward(grad @ w2, a, 0)  # ReLU's backward
-    g_w1 = _rows_outer(g_z, h)
-    grad = grad + g_z @ w1
-    if s1 is not None:
-        g_s1 = (grad * centred(r)).sum(-2)
-        grad = centred(grad * s1[rows].unsqueeze(-2))
-    return grad, g_s1, g_s2, g_w1, g_w2
-
-
-def generator_tail(residual: Tensor, update: Tensor, scale1: Tensor | None,
-                   scale2: Tensor | None, weight1: Tensor, weight2: Tensor) -> Tensor:
-    r"""The generator rows of an MZ-MAB after its attention:
-
-    .. math::
-        R = G_X + O^G, \quad
-        H = \mathrm{LN}_1^{\mathrm{lin}}(R), \quad
-        F = H + W_2\,\mathrm{ReLU}(W_1 H), \quad
-        \mathrm{out} = \mathrm{LN}_2^{\mathrm{lin}}(F)
-
-    row-wise, where :math:`\mathrm{LN}^{\mathrm{lin}}(X) = (X -
-    \mathrm{mean}_d X) \odot \mathbf{s}` is the linear part of a layer norm
-    with the per-token scale :math:`\mathbf{s}` of its centre (see
-    :class:`~mzlayers.mz_blocks.ZonotopeLayerNorm`).  Backward keeps the
-    inputs only and recomputes the rest in row chunks.
-
-    Args:
-        residual (torch.Tensor): :math:`G_X`, :obj:`[N, n_g, d]`, or
-            :obj:`[M, n_g, d]` for :math:`M` learned queries shared by the
-            :math:`N / M` sets (output rows set-major).
-        update (torch.Tensor): :math:`O^G`, :obj:`[N, n_g, d]`.
-        scale1 (torch.Tensor, optional): :math:`\mathbf{s}_1`, :obj:`[N, d]`
-            (:obj:`None`: no first norm).
-        scale2 (torch.Tensor, optional): :math:`\mathbf{s}_2`, :obj:`[N, d]`
-            (:obj:`None`: no second norm).
-        weight1 (torch.Tensor): :math:`W_1`, :obj:`[d_{ff}, d]`.
-        weight2 (torch.Tensor): :math:`W_2`, :obj:`[d, d_{ff}]`.
+def generator_tail(update: Tensor, tail: GeneratorTail) -> Tensor:
+    r"""The rest of an MZ-MAB on the generators (:class:`GeneratorTail`) after
+    the attention's generator output :math:`O^G` :obj:`update`
+    :obj:`[N, n_g, d]`, as plain autograd operations: what
+    :func:`budgeted_generators` computes with a tail, for callers that need
+    :math:`O^G` itself (an MZ-MAB whose attention has hooks), at the memory
+    of stored activations.
 
     Returns:
         torch.Tensor: :obj:`[N, n_g, d]`.
     """
-    if _in_transform():
-        rows = slice(0, update.size(0))
-        return _scaled(_tail_rows(rows, residual, update, scale1, weight1, weight2)[-1], scale2)
-    return _GeneratorTail.apply(residual, update, scale1, scale2, weight1, weight2)
+    return _tail_output_rows(slice(0, update.size(0)), update, tail, update.size(0))

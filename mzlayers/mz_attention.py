@@ -3,8 +3,9 @@ r"""Matrix Zonotopic multi-head attention (Eq. 3 of the MZAttn paper)."""
 import torch
 from torch import Tensor
 from torch.nn import Linear, Parameter
+from torch.utils.checkpoint import checkpoint
 
-from mzlayers.generator_path import budgeted_generators
+from mzlayers.generator_path import GeneratorTail, budgeted_generators, in_transform
 from mzlayers.layout import SetLayout
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.summary import SetSummary
@@ -46,7 +47,9 @@ class MZMultiheadAttention(MultiheadSetAttention):
     The generator rows after the attention weights go through
     :func:`~mzlayers.generator_path.budgeted_generators`, which keeps only
     the attention output for backward and recomputes the per-head products
-    (first-order gradients).
+    (first-order gradients); an MZ-MAB calls :meth:`aggregate` and
+    :meth:`generators` itself, so that the same function also runs the
+    rest of its generator path.
 
     Variants override :meth:`queries_keys` to change the scores (e.g.
     MZ-GenQK in :mod:`mzattn.baselines` adds generator terms) and are built
@@ -122,17 +125,29 @@ class MZMultiheadAttention(MultiheadSetAttention):
         (Eq. 3)."""
         return self.split_heads(self.lin_q(x.center)), self.split_heads(self.lin_k(y.center))
 
-    def forward(self, x: Zonotope | Tensor, y: Zonotope | Tensor,
-                key_layout: SetLayout,
-                query_layout: SetLayout | None = None) -> Zonotope:
+    def aggregate(self, x: Zonotope | Tensor, y: Zonotope | Tensor,
+                  key_layout: SetLayout, query_layout: SetLayout | None = None
+                  ) -> tuple[Tensor, Tensor, Tensor]:
+        r"""The attention up to its generator output: the centre output
+        :math:`\mathbf{W}_O \Vert_h M_c \hat{\mathbf{c}} + \mathbf{b}_O`
+        :obj:`[N_q, d]`, the attention outputs :math:`(\hat{\mathbf{c}},
+        \hat G)` :obj:`[N_q, H, 1 + n_g, d_k]` (centre first) and the gates
+        :math:`\gamma` of every query :obj:`[N_q, H, L]`, which
+        :meth:`generators` maps to the generator output."""
         x, y = Zonotope.wrap(x, self.num_generators), Zonotope.wrap(y, self.num_generators)
         H, C, G = self.heads, self.head_channels, self.num_generators
         q, k = self.queries_keys(x, y)
-        v = y.linear_map(self.lin_v.weight, self.lin_v.bias)
-        v_c = self.split_heads(v.center).unsqueeze(2)  # [N, H, 1, C]
-        v_g = self.split_heads(v.generators).transpose(1, 2)  # [N, H, n_g, C]
-        values = torch.cat([v_c, v_g], dim=2).flatten(2)  # [N, H, (1 + n_g) C]
-        out = self.attend(q, k, values, key_layout, query_layout)
+        args = (q, k, y.center, y.generators, key_layout, query_layout)
+        if torch.is_grad_enabled() and not (torch.compiler.is_compiling() or in_transform()):
+            # eager: backward recomputes the values and the attention (the
+            # values are (1 + n_g) d wide per key); compiled graphs leave the
+            # choice to the compiler's partitioner, torch.func transforms
+            # (mzattn.stacked) store them; no metadata check, which
+            # cannot read the sizes of the nested backend's tensors
+            out = checkpoint(self._attend_zonotopes, *args, use_reentrant=False,
+                             determinism_check='none')
+        else:
+            out = self._attend_zonotopes(*args)
         agg = out.view(-1, H, 1 + G, C)  # centre first: [N_q, H, 1 + n_g, C]
 
         gamma = self.gates(y, key_layout)
@@ -142,10 +157,34 @@ class MZMultiheadAttention(MultiheadSetAttention):
             gamma = gamma[query_layout.batch]
         center = torch.bmm(agg[:, :, 0].transpose(0, 1),  # M_c c, one bmm over heads
                            self.matrix_center.transpose(1, 2)).transpose(0, 1)  # [N_q, H, C]
-        generators = budgeted_generators(agg, gamma, self.matrix_center,
-                                         self.matrix_generators, self.mix,
-                                         self.lin_o.weight)  # [N_q, n_g, d]
-        return Zonotope(self.lin_o(center.flatten(-2)), generators)
+        return self.lin_o(center.flatten(-2)), agg, gamma
+
+    def _attend_zonotopes(self, q: Tensor, k: Tensor, y_center: Tensor, y_generators: Tensor,
+                          key_layout: SetLayout, query_layout: SetLayout | None) -> Tensor:
+        r"""The attention of queries :obj:`q` to keys :obj:`k` over the values
+        :math:`(\mathbf{W}_V \mathbf{c}_j + \mathbf{b}_V, G_j
+        \mathbf{W}_V^{\top})` of the key zonotopes, centre and generators of
+        a head side by side: :obj:`[N_q, H, (1 + n_g) d_k]`."""
+        v = Zonotope(y_center, y_generators).linear_map(self.lin_v.weight, self.lin_v.bias)
+        v_c = self.split_heads(v.center).unsqueeze(2)  # [N, H, 1, C]
+        v_g = self.split_heads(v.generators).transpose(1, 2)  # [N, H, n_g, C]
+        values = torch.cat([v_c, v_g], dim=2).flatten(2)  # [N, H, (1 + n_g) C]
+        return self.attend(q, k, values, key_layout, query_layout)
+
+    def generators(self, agg: Tensor, gates: Tensor,
+                   tail: GeneratorTail | None = None) -> Tensor:
+        r"""The generator output :obj:`[N_q, n_g, d]` of attention outputs
+        :obj:`agg` and :obj:`gates` (from :meth:`aggregate`), followed by the
+        rest of an MZ-MAB's generator path when :obj:`tail` is given
+        (:func:`~mzlayers.generator_path.budgeted_generators`)."""
+        return budgeted_generators(agg, gates, self.matrix_center, self.matrix_generators,
+                                   self.mix, self.lin_o.weight, tail)
+
+    def forward(self, x: Zonotope | Tensor, y: Zonotope | Tensor,
+                key_layout: SetLayout,
+                query_layout: SetLayout | None = None) -> Zonotope:
+        center, agg, gamma = self.aggregate(x, y, key_layout, query_layout)
+        return Zonotope(center, self.generators(agg, gamma))
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.channels}, heads={self.heads}, '

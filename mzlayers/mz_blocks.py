@@ -12,7 +12,7 @@ from torch.nn import LayerNorm, Parameter
 from mzlayers.blocks import attention_repr, broadcast_queries
 from mzlayers.checkpoint import check_rows, checkpoint_sets
 from mzlayers.feedforward import FeedForward
-from mzlayers.generator_path import centred, generator_tail
+from mzlayers.generator_path import GeneratorTail, centred, generator_tail
 from mzlayers.layout import SetLayout, resolve_layout
 from mzlayers.linear import Linear
 from mzlayers.mz_attention import MZMultiheadAttention
@@ -43,19 +43,28 @@ class ZonotopeLayerNorm(LayerNorm):
         super().__init__(channels, eps=eps)
 
     def forward(self, z: Zonotope) -> Zonotope:
-        center, scale = self.center_and_scale(z.center)
+        center, rstd = self.center_and_rstd(z.center)
         G = z.generators
-        return Zonotope(center, centred(G) * scale.to(G.dtype).unsqueeze(-2))
+        return Zonotope(center, centred(G) * (self.weight * rstd).to(G.dtype).unsqueeze(-2))
 
-    def center_and_scale(self, c: Tensor) -> tuple[Tensor, Tensor]:
-        r"""The normalised centres :obj:`[*, d]` and the per-token scale
-        :math:`\mathbf{w} / \sigma(\mathbf{c})` :obj:`[*, d]` of the generators'
-        linear part."""
+    def center_and_rstd(self, c: Tensor) -> tuple[Tensor, Tensor]:
+        r"""The normalised centres :obj:`[*, d]` and the reciprocal standard
+        deviation :math:`1 / \sigma(\mathbf{c})` :obj:`[*, 1]` (float32 at
+        least) of each token, whose product with the weight
+        :math:`\mathbf{w}` scales the generators' linear part."""
         # The statistics in float32 at least: in float16 the variance of
         # centre entries above ~256 overflows and would zero the generators.
         c32 = c.float() if torch.finfo(c.dtype).bits < 32 else c
-        std = (centred(c32).square().mean(-1, keepdim=True) + self.eps).sqrt()
-        return super().forward(c), self.weight / std
+        return super().forward(c), (_variance(c32) + self.eps).rsqrt()
+
+
+def _variance(c: Tensor) -> Tensor:
+    r"""The biased variance of :obj:`c` :obj:`[*, d]` over channels,
+    :obj:`[*, 1]`.  :func:`torch.var` keeps only its input for backward,
+    which the layer norm keeps anyway (a centred copy would be one more
+    :obj:`[*, d]` tensor); without rows it would warn of zero degrees of
+    freedom."""
+    return c.var(-1, correction=0, keepdim=True) if c.numel() else c.sum(-1, keepdim=True)
 
 
 class ZonotopeFeedForward(torch.nn.Module):
@@ -113,11 +122,13 @@ class MZMAB(torch.nn.Module):
     on zonotopes: the residuals are Minkowski-free sums of centres and of
     generator rows (the generator budget :math:`n_g` is fixed), the FFN is
     :class:`ZonotopeFeedForward` and the norms :class:`ZonotopeLayerNorm`.
-    After the attention, the generator rows go through
-    :func:`~mzlayers.generator_path.generator_tail`, which keeps only its
-    inputs for backward and recomputes the residual, the norms' linear parts
-    and the generator FFN in row chunks (first-order gradients): the
-    generator activations, :math:`n_g` times the centre's, are not stored.
+    After the attention weights, the generator rows go through one
+    function, :func:`~mzlayers.generator_path.budgeted_generators` with a
+    :class:`~mzlayers.generator_path.GeneratorTail`, which keeps only the
+    attention output and small inputs for backward and recomputes the
+    attention's generator output, the residual, the norms' linear parts and
+    the generator FFN in row chunks (first-order gradients): the generator
+    activations, :math:`n_g` times the centre's, are not stored.
 
     Args:
         channels (int): Model width :math:`d`.
@@ -147,8 +158,9 @@ class MZMAB(torch.nn.Module):
             called with keyword arguments :obj:`attention(channels,
             heads=..., num_generators=..., num_matrix_generators=...,
             summary=..., dropout=..., backend=...)`; a module with
-            :class:`~mzlayers.MZMultiheadAttention`'s :obj:`forward`, e.g.
-            :class:`~mzattn.baselines.GenQKAttention`.
+            :class:`~mzlayers.MZMultiheadAttention`'s :meth:`aggregate` and
+            :meth:`generators` (e.g. a subclass such as
+            :class:`~mzattn.baselines.GenQKAttention`).
             (default: :class:`~mzlayers.MZMultiheadAttention`)
 
     Options after :obj:`heads` are keyword-only.
@@ -222,15 +234,19 @@ class MZMAB(torch.nn.Module):
             :obj:`[B * M, d]`) and generators :obj:`[*, n_g, d]`.
         """
         x, y = Zonotope(x_center, x_generators), Zonotope(y_center, y_generators)
-        o = self.attn(x, y, key_layout, query_layout)
-        dtype = o.generators.dtype
-        h, scale1 = _norm_center(self.norm1, broadcast_queries(
-            x_center, query_layout, key_layout) + o.center, dtype)
-        out, scale2 = _norm_center(self.norm2, h + self.ffn.center(h), dtype)
+        if _has_hooks(self.attn):  # the hooks see the attention's output
+            o = self.attn(x, y, key_layout, query_layout)
+            o_center, agg, gates = o.center, None, None
+        else:
+            o_center, agg, gates = self.attn.aggregate(x, y, key_layout, query_layout)
+        h, norm1 = _norm_center(self.norm1, broadcast_queries(
+            x_center, query_layout, key_layout) + o_center)
+        out, norm2 = _norm_center(self.norm2, h + self.ffn.center(h))
         ffn = self.ffn.generators.net
-        generators = generator_tail(x_generators, o.generators, scale1, scale2,
-                                    ffn[0].weight, ffn[3].weight)
-        return out, generators
+        tail = GeneratorTail(x_generators, *norm1, *norm2, ffn[0].weight, ffn[3].weight)
+        if agg is None:
+            return out, generator_tail(o.generators, tail)
+        return out, self.attn.generators(agg, gates, tail)
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.channels}, heads={self.heads}, '
@@ -241,15 +257,27 @@ class MZMAB(torch.nn.Module):
                 f'{attention_repr(self.attn, MZMultiheadAttention)})')
 
 
-def _norm_center(norm: torch.nn.Module, c: Tensor, dtype: torch.dtype
-                 ) -> tuple[Tensor, Tensor | None]:
-    r"""A block norm on centres :obj:`[*, d]`: the normalised centres and the
-    scale of the generators' linear part in :obj:`dtype` (:obj:`None`
+def _has_hooks(module: torch.nn.Module) -> bool:
+    r"""Whether calling :obj:`module` runs forward (pre-)hooks, its own or
+    global ones (e.g. those of :mod:`mzattn.repro.analysis`): an MZ-MAB then
+    calls its attention as a module, so that they see and may change its
+    inputs and output, rather than fusing the attention's generator output
+    into the rest of the block."""
+    hooks = torch.nn.modules.module
+    return bool(module._forward_hooks or module._forward_pre_hooks
+                or hooks._global_forward_hooks or hooks._global_forward_pre_hooks)
+
+
+def _norm_center(norm: torch.nn.Module, c: Tensor
+                 ) -> tuple[Tensor, tuple[Tensor | None, Tensor | None]]:
+    r"""A block norm on centres :obj:`[*, d]`: the normalised centres and,
+    for the generators' linear part, the reciprocal standard deviations
+    :obj:`[*, 1]` and the norm's weight :obj:`[d]` (both :obj:`None`
     without a norm)."""
     if not isinstance(norm, ZonotopeLayerNorm):
-        return c, None
-    center, scale = norm.center_and_scale(c)
-    return center, scale.to(dtype)
+        return c, (None, None)
+    center, rstd = norm.center_and_rstd(c)
+    return center, (rstd, norm.weight)
 
 
 def _checkpoint_repr(rows: int | None) -> str:

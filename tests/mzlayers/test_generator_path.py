@@ -5,7 +5,7 @@ from torch.func import functional_call
 
 import mzlayers.generator_path as generator_path
 from mzlayers import MZISAB, MZPMA, MZSAB, Zonotope
-from mzlayers.generator_path import budgeted_generators, generator_tail
+from mzlayers.generator_path import GeneratorTail, budgeted_generators
 
 N, H, G, C, L = 7, 2, 3, 2, 2
 D, FF = H * C, 6
@@ -34,18 +34,32 @@ def _budgeted_reference(agg, gates, Mc, Ml, mix, weight):
 
 
 def _tail_inputs(rows=N, residual_rows=N, norms=True):
-    scales = (_double(rows, D), _double(rows, D)) if norms else (None, None)
-    return (_double(residual_rows, G, D), _double(rows, G, D), *scales, _double(FF, D),
-            _double(D, FF))
+    def norm():  # 1 / sigma per row and the weight of a norm
+        return (_double(rows, 1), _double(D)) if norms else (None, None)
+    return (_double(residual_rows, G, D), *norm(), *norm(), _double(FF, D), _double(D, FF))
 
 
-def _tail_reference(residual, update, s1, s2, w1, w2):
-    def norm(x, s):
-        return x if s is None else (x - x.mean(-1, keepdim=True)) * s.unsqueeze(-2)
+def _tail_reference(residual, update, rstd1, nw1, rstd2, nw2, w1, w2):
+    def norm(x, rstd, weight):
+        return x if rstd is None else \
+            (x - x.mean(-1, keepdim=True)) * (weight * rstd).unsqueeze(-2)
     res = residual.repeat(update.size(0) // residual.size(0), 1, 1)
-    h = norm(res + update, s1)
+    h = norm(res + update, rstd1, nw1)
     f = h + torch.nn.functional.linear(torch.relu(torch.nn.functional.linear(h, w1)), w2)
-    return norm(f, s2)
+    return norm(f, rstd2, nw2)
+
+
+def _path(*inputs):
+    r""":func:`budgeted_generators` with a tail, on the inputs of both."""
+    return budgeted_generators(*inputs[:6], GeneratorTail(*inputs[6:]))
+
+
+def _path_reference(*inputs):
+    return _tail_reference(inputs[6], _budgeted_reference(*inputs[:6]), *inputs[7:])
+
+
+def _path_inputs(rows=N, residual_rows=N, norms=True):
+    return _budgeted_inputs(rows) + _tail_inputs(rows, residual_rows, norms)
 
 
 def _assert_matches_reference(fn, reference, inputs):
@@ -71,20 +85,19 @@ def test_budgeted_generators_match_the_zonotope_product(tiny_chunks):
 
 @pytest.mark.parametrize('norms', [True, False])
 @pytest.mark.parametrize('residual_rows', [N, 1])  # set elements / one learned query
-def test_generator_tail_gradcheck(tiny_chunks, norms, residual_rows):
-    assert gradcheck(generator_tail, _tail_inputs(N, residual_rows, norms))
+def test_generator_path_with_tail_gradcheck(tiny_chunks, norms, residual_rows):
+    assert gradcheck(_path, _path_inputs(N, residual_rows, norms))
 
 
-def test_generator_tail_learned_queries_and_empty_batch(tiny_chunks):
+def test_generator_path_with_tail_learned_queries_and_empty_batch(tiny_chunks):
     # 2 learned queries shared by 3 sets (rows set-major), and no rows at all
-    assert gradcheck(generator_tail, _tail_inputs(6, 2))
-    assert gradcheck(generator_tail, _tail_inputs(0, 2))
+    assert gradcheck(_path, _path_inputs(6, 2))
+    assert gradcheck(_path, _path_inputs(0, 2))
 
 
 @pytest.mark.parametrize('residual_rows', [N, 1])
-def test_generator_tail_matches_plain_autograd(tiny_chunks, residual_rows):
-    _assert_matches_reference(generator_tail, _tail_reference,
-                              _tail_inputs(N, residual_rows))
+def test_generator_path_with_tail_matches_plain_autograd(tiny_chunks, residual_rows):
+    _assert_matches_reference(_path, _path_reference, _path_inputs(N, residual_rows))
 
 
 _GENERATOR_PATH_PARAMETERS = ('matrix_', 'mix', 'lin_o.weight', 'lin_gate',
@@ -132,12 +145,57 @@ def test_matches_plain_autograd_under_autocast(tiny_chunks):
         torch.testing.assert_close(a, b, atol=5e-2, rtol=5e-2)
 
 
+def _plain_path(*inputs):
+    out = _budgeted_reference(*inputs[:6])
+    return out if inputs[6] is None else _tail_reference(inputs[6][0], out, *inputs[6][1:])
+
+
 def _plain(block, x, batch):
     r""":obj:`block` with the custom functions swapped for plain autograd."""
     mp = pytest.MonkeyPatch()
-    mp.setattr('mzlayers.mz_attention.budgeted_generators', _budgeted_reference)
-    mp.setattr('mzlayers.mz_blocks.generator_tail', _tail_reference)
+    mp.setattr('mzlayers.mz_attention.budgeted_generators', _plain_path)
     try:
         return block(x, batch, 3)
     finally:
         mp.undo()
+
+
+@pytest.mark.parametrize('residual_rows', [N, 1])
+def test_generator_tail_matches_plain_autograd(residual_rows):
+    def tail(update, *inputs):
+        return generator_path.generator_tail(update, GeneratorTail(*inputs))
+
+    def reference(update, residual, *norms_and_weights):
+        return _tail_reference(residual, update, *norms_and_weights)
+    _assert_matches_reference(tail, reference, (_double(N, G, D), *_tail_inputs(N, residual_rows)))
+
+
+@pytest.mark.parametrize('hook', ['module', 'global'])
+def test_attention_hooks_see_its_output_and_change_nothing(tiny_chunks, hook):
+    # an MZ-MAB whose attention has hooks calls it as a module (the hooks
+    # see its Zonotope output) and gives the fused path's values and gradients
+    torch.manual_seed(0)
+    block = MZISAB(D, 2, heads=H, num_generators=G, num_matrix_generators=L,
+                   ff_channels=FF).double()
+    x, batch = torch.randn(5, D, dtype=torch.float64), torch.tensor([0, 0, 2, 2, 2])
+    results, seen = [], []
+    for hooked in (False, True):
+        block.zero_grad()
+        handles = []
+        if hooked and hook == 'module':
+            handles = [block.mab1.attn.register_forward_hook(
+                lambda mod, inp, out: seen.append(out))]
+        elif hooked:
+            handles = [torch.nn.modules.module.register_module_forward_hook(
+                lambda mod, inp, out: seen.append(out)
+                if isinstance(out, Zonotope) and mod is block.mab1.attn else None)]
+        try:
+            out = block(x, batch, 3)
+        finally:
+            for handle in handles:
+                handle.remove()
+        (out.center.sin().sum() + out.generators.cos().sum()).backward()
+        results.append([out.center, out.generators] + [p.grad for p in block.parameters()])
+    assert len(seen) == 1 and isinstance(seen[0], Zonotope)
+    for a, b in zip(*results, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
