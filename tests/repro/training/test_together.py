@@ -5,7 +5,7 @@ import signal
 import pytest
 from mzattn.repro.core.faults import Interrupted
 from mzattn.repro.core.spec import SMOKE, Column, Row, TableSpec
-from mzattn.repro.engine.runner import main, run_table
+from mzattn.repro.engine.runner import run_table
 from mzattn.repro.training import together
 from mzattn.repro.training.cells import Cell, cell_path, read_record, run_cell
 from mzattn.repro.training.together import fallback_reason, run_seed_group, seed_groups
@@ -128,16 +128,6 @@ def test_a_single_seed_trains_alone_and_says_why(tmp_path, options, capfd):
                           options=grouped)
     assert record["status"] == "ok" and "seeds_together" not in record
     assert "not together: 1 seed to train" in capfd.readouterr().err
-
-
-@pytest.mark.parametrize("dispatch", [["--jobs", "2"], ["--launcher", "slurm"]])
-def test_seeds_together_refuses_other_processes(tmp_path, capsys, dispatch):
-    status = main(SPEC, ["--profile", "smoke", "--seeds-together", "--device", "cpu",
-                         "--out", str(tmp_path), *dispatch])
-    assert status == 2
-    err = capsys.readouterr().err
-    assert "--seeds-together" in err and dispatch[-1] in err
-    assert not (tmp_path / "tiny").exists()
 
 
 def _stop_in_second_epoch(monkeypatch, error: Exception) -> None:
