@@ -16,7 +16,9 @@ table, :obj:`mzattn-repro campaign` and the tests (DESIGN §10, Execution).
 Tables and the campaign call :func:`launch`, the analysis studies'
 trainings (:mod:`mzattn.repro.analysis.training`) the :func:`dispatch` underneath it:
 both dispatch :class:`Run` objects the same way. For a table every path
-calls :func:`~mzattn.repro.training.cells.run_cell`, so a cell keeps its
+calls :func:`~mzattn.repro.training.cells.run_cell` (:class:`CellRun`), or
+with :obj:`--seeds-together` :func:`~mzattn.repro.training.together.run_seed_group`
+for the seeds of a cell (:class:`GroupRun`), so a cell keeps its
 semantics: one atomic JSON, finished cells skipped, a killed cell resumed
 from its :obj:`last.ckpt`, a failed cell recorded while the others go on.
 The dispatcher prints the progress (cells done / running / failed /
@@ -43,11 +45,12 @@ from mzattn.repro.training.cells import (
     run_cell,
     write_json_atomic,
 )
+from mzattn.repro.training.together import run_seed_group, seed_groups
 
 from .cost import by_cost
 from .options import LAUNCHERS, LaunchOptions
 from .pool import WorkerPool, pin
-from .runs import Progress, Run, cell_key, say
+from .runs import CellName, Progress, Run, cell_key, say
 
 TIMING_KEYS = ("wall_time_s", "finished_at", "epoch_time_s")
 r"""Record fields that differ between two runs of the same cell."""
@@ -116,6 +119,68 @@ class CellRun:
         return training_cost(model=config["model"], overrides=config["model_overrides"],
                              task=config["task"], task_overrides=config["task_overrides"],
                              max_epochs=training["max_epochs"])
+
+
+@dataclass(frozen=True)
+class GroupRun:
+    r"""The seeds :obj:`cells` of one cell (a row on a column) trained as
+    one group (a :class:`Run`, picklable; :obj:`--seeds-together`): calling
+    it in any process runs
+    :func:`~mzattn.repro.training.together.run_seed_group` with
+    :obj:`threads` torch threads on GPU :obj:`gpu` (if given) and returns
+    the group's status: :obj:`"failed"` when a seed failed, else
+    :obj:`"ok"` when one trained, else :obj:`"busy"` or :obj:`"skipped"`.
+    The dispatcher names it :obj:`cell` in its progress lines;
+    :func:`launch` reports each seed's own status (:meth:`member_status`)."""
+    cells: tuple[Cell, ...]
+    profile: str
+    out: str
+    options: RunOptions
+    threads: int | None = None
+    gpu: str | None = None
+
+    @property
+    def cell(self) -> CellName:
+        r"""The group's name: its table, and its first seed's cell id with
+        every seed, e.g. :obj:`Standard__d_8__s0+1+2`."""
+        parts = self.cells[0].cell_id.split("__")  # row, column, s<seed>[, batching]
+        parts[2] = "s" + "+".join(str(cell.seed) for cell in self.cells)
+        return CellName(self.cells[0].table, "__".join(parts))
+
+    def members(self) -> list[CellRun]:
+        r"""The run of each seed alone (what the group's files are read with)."""
+        return [CellRun(cell, self.profile, self.out, self.options, self.threads, self.gpu)
+                for cell in self.cells]
+
+    def __call__(self) -> str:
+        from mzattn.repro.core.quiet import quiet_libraries
+        from mzattn.repro.core.registry import load_spec
+        quiet_libraries(self.options.progress)
+        pin(self.gpu, self.threads)  # before CUDA starts: this process sees one GPU
+        records = run_seed_group(load_spec(self.cells[0].table), self.cells, self.profile,
+                                 self.out, self.options)
+        statuses = {"skipped" if r.get("skipped") else r["status"] for r in records}
+        return next(s for s in ("failed", "ok", "busy", "skipped") if s in statuses)
+
+    def finished(self) -> bool:
+        return all(member.finished() for member in self.members())
+
+    def fail(self, reason: str) -> str:
+        return "failed" if "failed" in [m.fail(reason) for m in self.members()] else "ok"
+
+    def outcome(self) -> str | None:
+        outcomes = {member.outcome() for member in self.members()}
+        return "failed" if "failed" in outcomes else "ok" if outcomes == {"ok"} else None
+
+    def cost(self) -> float | None:
+        costs = [member.cost() for member in self.members()]
+        return None if None in costs else sum(costs)
+
+    def member_status(self, member: CellRun, status: str) -> str:
+        r"""How the seed :obj:`member` ended when its group ended as
+        :obj:`status`: skipped with a group finished before, else as its own
+        record says (:meth:`CellRun.outcome`), else as the group did."""
+        return status if status == "skipped" else member.outcome() or status
 
 
 def record_failure(cell: Cell, profile: str, out: str, reason: str) -> dict[str, Any]:
@@ -246,7 +311,9 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
     once its last cell has ended (after each of its cells if
     :obj:`report_each_cell`), calls :obj:`after_cell(cell, status)` after
     that, and returns every cell's status by :func:`cell_key`
-    (:class:`CellRun`)."""
+    (:class:`CellRun`). With :obj:`options.seeds_together` the unfinished
+    seeds of each cell run as one :class:`GroupRun` (one worker, one SLURM
+    array task), and each seed is reported on its own."""
     options = options or RunOptions()
     launch_options = launch_options or LaunchOptions()
     statuses: dict[str, str] = {}
@@ -260,9 +327,30 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
         if after_cell is not None:
             after_cell(cell, status)
 
-    dispatch([CellRun(cell, profile, out, options) for cell in cells], options, launch_options,
-             on_done, keep_order=keep_order)
+    runs: list[Run] = [CellRun(cell, profile, out, options) for cell in cells]
+    if options.seeds_together:
+        todo = [run.cell for run in _unfinished(runs, on_done)]
+        runs = _seed_groups(todo, profile, out, options)
+    groups = {cell_key(run.cell): run for run in runs if isinstance(run, GroupRun)}
+
+    def on_run_done(name: Cell | CellName, status: str) -> None:
+        group = groups.get(cell_key(name))
+        if group is None:
+            on_done(name, status)
+            return
+        for member in group.members():
+            on_done(member.cell, group.member_status(member, status))
+
+    dispatch(runs, options, launch_options, on_run_done, keep_order=keep_order)
     return statuses
+
+
+def _seed_groups(cells: Sequence[Cell], profile: str, out: str,
+                 options: RunOptions) -> list[Run]:
+    # one GroupRun per cell's seeds (a group that cannot train together trains them one
+    # after another, and says why: run_seed_group); a lone seed is a CellRun
+    return [GroupRun(tuple(group), profile, out, options) if len(group) > 1
+            else CellRun(group[0], profile, out, options) for group in seed_groups(cells)]
 
 
 def dispatch(runs: Sequence[Run], options: RunOptions, launch_options: LaunchOptions,

@@ -127,11 +127,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "padded to a power-of-two set size, one graph per bucket, "
                              "mode reduce-overhead (CUDA graphs) on CUDA (docs/benchmarks.md)")
     parser.add_argument("--seeds-together", action="store_true",
-                        help="train the seeds of a cell as one group in this process on one "
-                             "device (torch.func.vmap), one record per seed as usual; not with "
-                             "--jobs N or --launcher slurm; --compile, a precision other than "
-                             "32, several devices, mamba-pma or a single seed train one seed "
-                             "after another (docs/reproduction.md)")
+                        help="train the seeds of a cell as one group in one process on one "
+                             "device (torch.func.vmap), one record per seed as usual; with "
+                             "--jobs N or --launcher slurm a group is one worker's or one array "
+                             "task's run; --compile, a precision other than 32, several "
+                             "devices, mamba-pma or a single seed train one seed after another "
+                             "(docs/reproduction.md)")
     parser.add_argument("--num-workers", type=at_least(0), default=0,
                         help="data-loader worker processes per cell (default: 0)")
     parser.add_argument("--threads", type=at_least(1), default=None, help="torch CPU threads")

@@ -111,14 +111,10 @@ def run_from_args(spec: TableSpec, args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     quiet_libraries(args.progress)
     options, launch_options = options_from_args(args), launch_options_from_args(args)
-    if options.seeds_together and (launch_options.launcher != "local" or launch_options.jobs > 1):
-        raise ValueError(f"--seeds-together trains a cell's seeds in this process; it cannot "
-                         f"run with --launcher {launch_options.launcher} --jobs "
-                         f"{launch_options.jobs}: use --launcher local and --jobs 0 or 1, or "
-                         "leave out --seeds-together")
     try:
-        # worker processes or SLURM (launch.py); a group of seeds trains in this process
-        if not (options.seeds_together or in_process(launch_options, options)):
+        # worker processes or SLURM (launch.py: a group of seeds is one worker's or one
+        # array task's run)
+        if not in_process(launch_options, options):
             cells = grid(spec, args.profile, args.models, args.columns, args.seeds,
                          args.batching)
             statuses = launch(cells, args.profile, args.out, options, launch_options)

@@ -185,7 +185,7 @@ def run_on_slurm(runs: Sequence[Run], slurm: SlurmOptions,
                 on_done(run.cell, "failed")
             continue
         say(f"{table}: submitted job array {jobs[0].job_id.split('_')[0]} "
-            f"({len(jobs)} cells)")
+            f"({len(jobs)} tasks)")
         pending |= {job.job_id: (run, job) for run, job in zip(group, jobs, strict=True)}
     missing: dict[str, int] = {}
     while pending:

@@ -22,8 +22,9 @@ path (each batch padded and masked, :func:`~mzattn.stacked.stack_sets`),
 whose outputs equal the ragged path's up to float rounding, and dropout
 draws other masks (from the same distribution).
 
-A group does not resume: a killed group leaves no checkpoint, and the same
-command trains its unfinished seeds again from scratch. The seeds whose
+A killed group resumes: after every epoch it writes one checkpoint
+(:mod:`~mzattn.repro.training.group_checkpoint`), and the same command
+goes on from the last epoch it finished, with the same seeds. The seeds whose
 records are finished are skipped; those another process holds, or whose
 finished twin can be reused (:mod:`~mzattn.repro.training.twins`), are
 left to :func:`~mzattn.repro.training.cells.run_cell` after the group, as
@@ -72,6 +73,7 @@ from .cells import (
     test_fields,
 )
 from .datamodule import SetDataModule
+from .group_checkpoint import group_checkpoint_path, load_group, save_group
 from .history import write_csv_atomic
 from .lightning_module import SetModule, warmup_cosine
 from .stages import reach
@@ -151,8 +153,8 @@ def run_seed_group(spec: TableSpec, cells: Sequence[Cell], profile: str, out: st
             reason = str(fallback)
         except Interrupted as stop:
             raise stop.during(f"{_name(todo)}, trained together, before their records were "
-                              "written; rerun the same command to train them again from "
-                              "scratch (a group does not resume)") from None
+                              "written; rerun the same command to resume the group from its "
+                              "last finished epoch") from None
     if reason is not None:
         _say(f"{_name(todo)}: trained one after another, not together: {reason}")
     for cell in todo:
@@ -226,7 +228,7 @@ class _Seed:
     loaders: tuple[Any, Any]  # training and validation, made once (their workers persist)
     rows: list[dict[str, Any]] = field(default_factory=list)
     best_val: float = math.inf
-    best_model: torch.nn.Module | None = None
+    best_state: dict[str, Tensor] | None = None  # the weights of its best epoch
     early_best: float = math.inf
     wait: int = 0
     stopped_epoch: int | None = None
@@ -259,13 +261,48 @@ def train_group(spec: TableSpec, cells: Sequence[Cell], profile_name: str, out: 
         optimizer, lambda epoch: warmup_cosine(epoch, profile.warmup_epochs, profile.max_epochs))
     stacked.keep_frozen(optimizer)
     metric = spec.metric_of(cells[0].column.label)
-    for epoch in range(profile.max_epochs):
+    training = (stacked, optimizer, scheduler, seeds)
+    path = group_checkpoint_path(out, cells)
+    configs = [cell_config(spec, cell, profile_name) for cell in cells]
+    start = _resume(load_group(path, configs), *training)
+    for epoch in range(start, profile.max_epochs):
         if len(stacked.frozen) == len(seeds):
             break
         _epoch(stacked, seeds, optimizer, epoch=epoch, profile=profile, metric=metric,
                out=out, device=device)
         scheduler.step()
-    return [_test(seed, profile, out, options) for seed in seeds]
+        save_group(path, _state(epoch + 1, configs, *training))
+    return [_test(seed, profile, out, options) | {"resumed": start > 0} for seed in seeds]
+
+
+_SEED_FIELDS = ("rows", "best_val", "best_state", "early_best", "wait", "stopped_epoch")
+r"""What a group checkpoint keeps of each seed (:class:`_Seed`)."""
+
+
+def _state(epochs: int, configs: list[dict[str, Any]], stacked: StackedSeeds,
+           optimizer: torch.optim.Optimizer, scheduler: Any,
+           seeds: list[_Seed]) -> dict[str, Any]:
+    # what a group resumes from after `epochs` epochs (group_checkpoint.py)
+    return {"epochs": epochs, "configs": configs, "stacked": stacked.state_dict(),
+            "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+            "rng": torch.get_rng_state(),
+            "seeds": [{name: getattr(seed, name) for name in _SEED_FIELDS} for seed in seeds]}
+
+
+def _resume(state: dict[str, Any] | None, stacked: StackedSeeds,
+            optimizer: torch.optim.Optimizer, scheduler: Any, seeds: list[_Seed]) -> int:
+    # the group as `state` left it (nothing without one); returns the epochs it had done
+    if state is None:
+        return 0
+    stacked.load_state_dict(state["stacked"])
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"])
+    for seed, fields in zip(seeds, state["seeds"], strict=True):
+        for name in _SEED_FIELDS:
+            setattr(seed, name, fields[name])
+    _say(f"{_name([seed.cell for seed in seeds])}: resumed after epoch {state['epochs']}")
+    return state["epochs"]
 
 
 def _build(spec: TableSpec, cell: Cell, profile: Profile, options: RunOptions) -> _Seed:
@@ -358,8 +395,8 @@ def _select(stacked: StackedSeeds, seed: _Seed, k: int, epoch: int, patience: in
     # the best epoch (Lightning's ModelCheckpoint) and early stopping (its EarlyStopping:
     # strict improvement, a non-finite loss stops); a stopped seed is frozen
     val = seed.rows[-1]["val_loss"]
-    if seed.best_model is None or val < seed.best_val:
-        seed.best_val, seed.best_model = val, stacked.replica(k)
+    if seed.best_state is None or val < seed.best_val:
+        seed.best_val, seed.best_state = val, stacked.replica(k).state_dict()
     if math.isfinite(val) and val < seed.early_best:
         seed.early_best, seed.wait = val, 0
         return
@@ -371,7 +408,7 @@ def _select(stacked: StackedSeeds, seed: _Seed, k: int, epoch: int, patience: in
 
 def _test(seed: _Seed, profile: Profile, out: str, options: RunOptions) -> dict[str, Any]:
     # the seed at its best epoch, tested by Lightning alone
-    seed.module.model.load_state_dict(seed.best_model.state_dict())
+    seed.module.model.load_state_dict(seed.best_state)
     folder = checkpoint_dir(out, seed.cell)
     trainer = pl.Trainer(accelerator=options.accelerator, devices=1, precision=options.precision,
                          deterministic=options.deterministic, logger=False,
@@ -386,5 +423,5 @@ def _test(seed: _Seed, profile: Profile, out: str, options: RunOptions) -> dict[
         "best_val_loss": seed.best_val,
         "epochs": profile.max_epochs if stopped is None else stopped + 1,
         "stopped_early": stopped is not None and stopped > 0,
-        "history": seed.rows, "resumed": False,
+        "history": seed.rows,
     }

@@ -152,3 +152,21 @@ def test_a_cell_preempted_at_every_stage_is_requeued_and_finishes(tmp_path):
     assert "Traceback" not in logs and "failed" not in logs
     [record] = _cells(out).values()
     assert record["status"] == "ok" and record["resumed"]
+
+
+def test_a_seed_group_is_one_array_task_and_equals_a_local_group(tmp_path):
+    # --seeds-together: the two seeds of a cell train as one group in one array task, and
+    # give the records of the same group trained in this machine's process
+    local, slurm = str(tmp_path / "local"), str(tmp_path / "slurm")
+    group = ("--models", "MZAttn (centers-only Q/K)", "--columns", "A", "--seeds", "0,1",
+             "--seeds-together")
+    assert _run(local, *LOCAL, *group).returncode == 0
+    result = _run(slurm, *SLURM, *group)
+    assert result.returncode == 0
+    assert re.search(r"submitted job array \d+ \(1 tasks\)", result.stdout)
+    assert re.search(r"__s0\+1: ok", result.stdout)
+    cells = _cells(local)
+    assert len(cells) == 2 and all(c["seeds_together"] == 2 for c in cells.values())
+    slurm_cells = _cells(slurm)
+    for name, cell in cells.items():
+        assert slurm_cells[name]["metrics"] == pytest.approx(cell["metrics"], rel=1e-6)

@@ -4,13 +4,14 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 from mzattn.repro.core.faults import Interrupted
 from mzattn.repro.core.registry import load_spec
 from mzattn.repro.engine.launch import (
     CellRun,
+    GroupRun,
     default_threads,
     gpu_slots,
     in_process,
@@ -26,8 +27,8 @@ from mzattn.repro.engine.options import (
     add_launch_arguments,
     launch_options_from_args,
 )
-from mzattn.repro.engine.runner import grid
-from mzattn.repro.engine.runs import Progress, cell_key
+from mzattn.repro.engine.runner import grid, main
+from mzattn.repro.engine.runs import CellName, Progress, cell_key
 from mzattn.repro.training.cells import cell_path, read_record, write_json_atomic
 
 TABLE = "table10"
@@ -203,3 +204,62 @@ def test_two_jobs_give_the_cells_of_one(tmp_path, options):
     assert os.path.exists(os.path.join(two, TABLE, "report.md"))
     again = launch(cells, "smoke", two, options, LaunchOptions(jobs=2, threads=1))
     assert set(again.values()) == {"skipped"}  # no worker process, no rerun
+
+
+def _seed_cells():
+    # two seeds of one cell (a row on a column)
+    cells = grid(load_spec(TABLE), "smoke", ["MZAttn (centers-only Q/K)"], seeds=[0, 1])
+    return [cell for cell in cells if cell.column == cells[0].column]
+
+
+def test_a_group_run_is_named_by_its_seeds(options):
+    cells = _seed_cells()
+    padded = [replace(cell, batching="padded") for cell in cells]
+    assert GroupRun(tuple(cells), "smoke", "out", options).cell == \
+        CellName(TABLE, cells[0].cell_id.replace("__s0", "__s0+1"))
+    assert GroupRun(tuple(padded), "smoke", "out", options).cell.cell_id.endswith(
+        "__s0+1__padded")
+
+
+def test_seeds_together_on_two_workers_give_the_groups_of_one_process(tmp_path, options):
+    grouped = replace(options, seeds_together=True)
+    cells = _seed_cells()
+    one, two = str(tmp_path / "one"), str(tmp_path / "two")
+    launch(cells, "smoke", one, grouped, LaunchOptions(jobs=1, threads=1))
+    statuses = launch(cells, "smoke", two, grouped, LaunchOptions(jobs=2, threads=1))
+    assert statuses == {cell_key(cell): "ok" for cell in cells}  # one per seed
+    for cell in cells:
+        alone, pooled = (read_record(cell_path(out, cell)) for out in (one, two))
+        assert pooled["seeds_together"] == 2 and pooled["trained_with"] == "stacked"
+        assert pooled["metrics"] == pytest.approx(alone["metrics"], rel=1e-6)
+    again = launch(cells, "smoke", two, grouped, LaunchOptions(jobs=2, threads=1))
+    assert again == {cell_key(cell): "skipped" for cell in cells}
+
+
+@dataclass(frozen=True)
+class _GroupDies(GroupRun):
+    def __call__(self) -> str:
+        os.kill(os.getpid(), signal.SIGKILL)
+        return "ok"
+
+
+def test_a_killed_group_fails_each_of_its_seeds(tmp_path, options):
+    cells, out, done = _seed_cells(), str(tmp_path), {}
+    group = _GroupDies(tuple(cells), "smoke", out, options)
+    run_in_processes([group], [None], lambda cell, status: done.update({cell_key(cell): status}))
+    assert done == {cell_key(group.cell): "failed"}
+    for cell in cells:
+        assert "killed by SIGKILL" in read_record(cell_path(out, cell))["error"]
+
+
+def test_the_table_command_runs_seed_groups_on_workers(tmp_path, capsys, options):
+    cell = _seed_cells()[0]
+    status = main(load_spec(TABLE), [
+        "--profile", "smoke", "--device", "cpu", "--no-progress", "--out", str(tmp_path),
+        "--models", cell.row.label, "--columns", cell.column.label, "--seeds", "0,1",
+        "--seeds-together", "--jobs", "2", "--threads", "1"])
+    assert status == 0
+    assert f"{TABLE} {GroupRun(tuple(_seed_cells()), 'smoke', '', options).cell.cell_id}: ok" \
+        in capsys.readouterr().out
+    for cell in _seed_cells():
+        assert read_record(cell_path(str(tmp_path), cell))["seeds_together"] == 2

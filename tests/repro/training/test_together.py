@@ -5,9 +5,10 @@ import signal
 import pytest
 from mzattn.repro.core.faults import Interrupted
 from mzattn.repro.core.spec import SMOKE, Column, Row, TableSpec
-from mzattn.repro.engine.runner import main, run_table
+from mzattn.repro.engine.runner import run_table
 from mzattn.repro.training import together
 from mzattn.repro.training.cells import Cell, cell_path, read_record, run_cell
+from mzattn.repro.training.group_checkpoint import group_checkpoint_path, save_group
 from mzattn.repro.training.together import fallback_reason, run_seed_group, seed_groups
 
 # a few epochs, so that rounding differences between the ragged and the padded path can grow
@@ -130,16 +131,6 @@ def test_a_single_seed_trains_alone_and_says_why(tmp_path, options, capfd):
     assert "not together: 1 seed to train" in capfd.readouterr().err
 
 
-@pytest.mark.parametrize("dispatch", [["--jobs", "2"], ["--launcher", "slurm"]])
-def test_seeds_together_refuses_other_processes(tmp_path, capsys, dispatch):
-    status = main(SPEC, ["--profile", "smoke", "--seeds-together", "--device", "cpu",
-                         "--out", str(tmp_path), *dispatch])
-    assert status == 2
-    err = capsys.readouterr().err
-    assert "--seeds-together" in err and dispatch[-1] in err
-    assert not (tmp_path / "tiny").exists()
-
-
 def _stop_in_second_epoch(monkeypatch, error: Exception) -> None:
     epoch = together._epoch
 
@@ -150,17 +141,62 @@ def _stop_in_second_epoch(monkeypatch, error: Exception) -> None:
     monkeypatch.setattr(together, "_epoch", stopping)
 
 
-def test_a_stopped_group_writes_nothing_and_trains_again_from_scratch(tmp_path, options,
-                                                                      monkeypatch):
-    out = str(tmp_path)
+def _epochs_run(monkeypatch) -> list[int]:
+    # the epochs that the group trains from now on
+    epochs, epoch = [], together._epoch
+
+    def counting(*args, **kwargs):
+        epochs.append(kwargs["epoch"])
+        epoch(*args, **kwargs)
+    monkeypatch.setattr(together, "_epoch", counting)
+    return epochs
+
+
+def _without_timings(record: dict) -> dict:
+    return {k: v for k, v in record.items() if "time" not in k and k not in (
+        "finished_at", "resumed", "history")} | {
+        "history": [{k: v for k, v in row.items() if k != "epoch_time_s"}
+                    for row in record["history"]]}
+
+
+def test_a_stopped_group_resumes_from_its_last_epoch(tmp_path, tmp_path_factory, options,
+                                                     monkeypatch, capfd):
+    out, cells = str(tmp_path), _cells()
+    whole = run_seed_group(SPEC, cells, "smoke", str(tmp_path_factory.mktemp("whole")), options)
     with monkeypatch.context() as patch:
         _stop_in_second_epoch(patch, Interrupted(signal.SIGTERM))
-        with pytest.raises(Interrupted, match="does not resume"):
-            run_seed_group(SPEC, _cells(), "smoke", out, options)
-    assert not any(os.path.exists(cell_path(out, cell)) for cell in _cells())
-    records = run_seed_group(SPEC, _cells(), "smoke", out, options)
-    assert [r["status"] for r in records] == ["ok"] * 3
-    assert all(len(r["history"]) == PROFILE.max_epochs for r in records)
+        with pytest.raises(Interrupted, match="resume the group from its last finished epoch"):
+            run_seed_group(SPEC, cells, "smoke", out, options)
+    assert not any(os.path.exists(cell_path(out, cell)) for cell in cells)
+    assert os.path.exists(group_checkpoint_path(out, cells))
+    epochs = _epochs_run(monkeypatch)
+    records = run_seed_group(SPEC, cells, "smoke", out, options)
+    assert epochs == list(range(1, PROFILE.max_epochs))  # epoch 0 is not trained again
+    assert "resumed after epoch 1" in capfd.readouterr().err
+    for resumed, alone in zip(records, whole, strict=True):
+        assert resumed["status"] == "ok" and resumed["resumed"] and not alone["resumed"]
+        assert _without_timings(resumed) == _without_timings(alone)  # same steps, same numbers
+    assert not os.path.exists(group_checkpoint_path(out, cells))  # gone with the records
+
+
+@pytest.mark.parametrize("content", [b"not a checkpoint", None])
+def test_an_unusable_group_checkpoint_is_set_aside(tmp_path, options, monkeypatch, capfd,
+                                                   content):
+    out, cells = str(tmp_path), _cells()
+    path = group_checkpoint_path(out, cells)
+    os.makedirs(os.path.dirname(path))
+    if content is None:  # a checkpoint of the same seeds under another configuration
+        save_group(path, {"configs": [], "epochs": 1})
+    else:
+        with open(path, "wb") as f:
+            f.write(content)
+    epochs = _epochs_run(monkeypatch)
+    records = run_seed_group(SPEC, cells, "smoke", out, options)
+    assert epochs == list(range(PROFILE.max_epochs))
+    assert all(r["status"] == "ok" and not r["resumed"] for r in records)
+    err = capfd.readouterr().err
+    assert "moved to" in err and "the group starts from scratch" in err
+    assert ("not a loadable checkpoint" if content else "other configurations") in err
 
 
 def test_a_failed_group_records_the_failure_for_every_seed(tmp_path, options, monkeypatch):
