@@ -6,7 +6,8 @@
 #   bash bench/gpu_check.sh [OUTDIR] [cuda|cpu]     (make gpu-check: OUTDIR = bench/results)
 #
 # GPU_CHECK_STAGES=tests_cuda,step_profile runs only the stages it names (a loan with little
-# time left); the others are recorded as skipped.
+# time left); the others are recorded as skipped. The `seeds` stage (seeds stacked against one
+# after another and against the pool, 120 s) runs only when named: GPU_CHECK_STAGES=seeds.
 # writes OUTDIR/gpu_check_<device>.json (e.g. gpu_check_nvidia-h200.json) and the logs and raw
 # suite outputs under OUTDIR/gpu_check_<device>/.  With `cpu` it runs the CPU-capable parts at
 # a small size (about three minutes on our shared 2-core VM) and says which CUDA parts it skipped.
@@ -38,6 +39,12 @@ stage() {  # stage NAME LIMIT_S COMMAND...: runs COMMAND under `timeout`, logs a
   printf '%s\t%s\t%s\t%s\n' "$name" "$(( $(date +%s) - start ))" "$rc" "$limit" >>"$W/stages.tsv"
 }
 skip() { echo "=== $1: skipped ($2)" | tee -a "$LOG"; printf '%s\t0\tskipped\t0\n' "$1" >>"$W/stages.tsv"; }
+opt_in() {  # opt_in NAME LIMIT COMMAND...: a stage that runs only when GPU_CHECK_STAGES names it
+  case ",${GPU_CHECK_STAGES:-}," in
+    *",$1,"*) stage "$@" ;;
+    *) skip "$1" "opt-in: GPU_CHECK_STAGES=$1" ;;
+  esac
+}
 
 { nvidia-smi 2>/dev/null || true; "$PY" -c "import torch, torch_geometric; print('torch', torch.__version__, 'pyg', torch_geometric.__version__)"; } >>"$LOG" 2>&1
 if [ "$DEVICE" = cuda ]; then
@@ -50,6 +57,10 @@ if [ "$DEVICE" = cuda ]; then
   stage table30 80 "$PY" -m mzattn.repro bench --suites table30 --device cuda --repeats 5 --out "$W"
   stage cell 60 "$PY" -m mzattn.repro table3 --profile full --device cuda --columns d=8 \
     --models standard --seeds 1 --jobs 1 --cells-per-gpu 1 --threads 1 --out "$W/cell" --no-progress
+  # issue 34, item 6: seeds stacked against one after another and against K workers on the GPU
+  opt_in seeds 120 "$PY" -m mzattn.bench.stacked_seeds --device cuda \
+    --models deep-sets,standard,mz-full --seeds 3 --steps 10 --repeats 3 --threads 1 \
+    --out "$W/stacked_seeds.json"
 else
   skip tests_cuda 'no CUDA device: tests/cuda needs one'
   stage step_profile 200 "$PY" -m mzattn.bench.step_profile --device cpu --steps 1 \
@@ -57,6 +68,7 @@ else
   skip set_pooling 'CPU numbers: make bench'
   skip table30 'CPU numbers: make bench'
   skip cell 'a paper-protocol cell on CPU takes hours'
+  skip seeds 'CPU numbers: python -m mzattn.bench.stacked_seeds'
 fi
 "$PY" -m mzattn.bench.gpu_report collect "$W" --out "$OUT/gpu_check_$SLUG.json"
 echo "=== [$(( $(date +%s) - T0 ))s] done: $OUT/gpu_check_$SLUG.json" | tee -a "$LOG"

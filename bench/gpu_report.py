@@ -9,7 +9,8 @@ r"""The JSON and the Markdown of the GPU check (:file:`bench/gpu_check.sh`).
 
 :func:`collect` gathers what the check's stages left in :obj:`FOLDER`
 (:file:`stages.tsv`, the tests' JUnit XML, :file:`step_profile.json`, the
-suites' JSON, the cell's epoch log) into one JSON; :func:`render` makes the
+suites' JSON, the cell's epoch log, the seeds stage's
+:file:`stacked_seeds.json`) into one JSON; :func:`render` makes the
 Markdown that :file:`docs/benchmarks.md` shows between its
 :obj:`BEGIN` and :obj:`END` markers.
 """
@@ -82,7 +83,8 @@ def collect(folder: str) -> dict:
             'tests_cuda': _tests(os.path.join(folder, 'tests_cuda.xml')),
             'step_profile': _json(os.path.join(folder, 'step_profile.json')),
             'suites': {name: _json(os.path.join(folder, f'{name}.json')) for name in SUITES},
-            'cell': _cell(folder)}
+            'cell': _cell(folder),
+            'stacked_seeds': _json(os.path.join(folder, 'stacked_seeds.json'))}
 
 
 def _fmt(value, digits: int = 1) -> str:
@@ -111,7 +113,24 @@ def render(result: dict) -> str:
     if cell:
         lines += ['', f"One paper-protocol cell ({cell['log']}): {cell['epochs']} epochs in the "
                   f"stage's limit, median {_fmt(cell['median_epoch_s'], 2)} s/epoch."]
+    if result.get('stacked_seeds'):
+        lines += ['', _seeds_table(result['stacked_seeds'])]
     return '\n'.join(lines)
+
+
+def _seeds_table(seeds: dict) -> str:
+    # the `seeds` stage: one cell's K seeds stacked, one after another, and on K workers
+    head = (f"Seeds together ({seeds['seeds']} seeds, {seeds['steps']} steps each; median "
+            "seconds; speed of stacked against each):\n\n| model | stacked | one after another "
+            "| K workers | stacked vs one after another | stacked vs K workers |\n"
+            "| --- | --- | --- | --- | --- | --- |")
+    body = []
+    for model, result in seeds['results'].items():
+        rows = result['rows']
+        cells = [_fmt(rows[mode]['median_s'], 2) for mode in ('stacked', 'sequential', 'pool')]
+        cells += [f"{result[key]:.2f}×" for key in ('stacked_vs_sequential', 'stacked_vs_pool')]
+        body.append(f"| {model} | " + ' | '.join(cells) + ' |')
+    return '\n'.join([head] + body)
 
 
 def _step_table(rows: list[dict]) -> str:

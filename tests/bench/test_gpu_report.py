@@ -52,6 +52,18 @@ def test_render_shows_stages_tests_steps_and_the_cell(check_folder):
     assert '3 epochs in the stage\'s limit, median 1.70 s/epoch' in text
 
 
+def test_the_seeds_stage_is_collected_and_rendered(check_folder):
+    modes = {'stacked': {'median_s': 1.5}, 'sequential': {'median_s': 3.0},
+             'pool': {'median_s': 2.25}}
+    seeds = {'seeds': 3, 'steps': 10, 'results': {'standard': {
+        'rows': modes, 'stacked_vs_sequential': 2.0, 'stacked_vs_pool': 1.5}}}
+    assert collect(str(check_folder))['stacked_seeds'] is None  # an opt-in stage
+    (check_folder / 'stacked_seeds.json').write_text(json.dumps(seeds))
+    text = render(collect(str(check_folder)))
+    assert 'Seeds together (3 seeds, 10 steps each' in text
+    assert '| standard | 1.50 | 3.00 | 2.25 | 2.00× | 1.50× |' in text
+
+
 def test_cli_writes_the_json_and_splices_the_readme(check_folder, tmp_path):
     out, readme = tmp_path / 'check.json', tmp_path / 'README.md'
     main(['collect', str(check_folder), '--out', str(out)])
