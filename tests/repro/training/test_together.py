@@ -3,6 +3,7 @@ import os
 import signal
 
 import pytest
+import torch
 from mzattn.repro.core.faults import Interrupted
 from mzattn.repro.core.spec import SMOKE, Column, Row, TableSpec
 from mzattn.repro.engine.runner import run_table
@@ -177,6 +178,25 @@ def test_a_stopped_group_resumes_from_its_last_epoch(tmp_path, tmp_path_factory,
         assert resumed["status"] == "ok" and resumed["resumed"] and not alone["resumed"]
         assert _without_timings(resumed) == _without_timings(alone)  # same steps, same numbers
     assert not os.path.exists(group_checkpoint_path(out, cells))  # gone with the records
+
+
+class _Exploit:
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_crafted_group_checkpoint_runs_no_code(tmp_path, options, capfd):
+    out, cells = str(tmp_path / "out"), _cells()
+    path, marker = group_checkpoint_path(out, cells), tmp_path / "ran"
+    os.makedirs(os.path.dirname(path))
+    torch.save({"version": 1, "configs": _Exploit(str(marker))}, path)
+    records = run_seed_group(SPEC, cells, "smoke", out, options)
+    assert not marker.exists()  # read with weights_only: the pickle's call never ran
+    assert all(r["status"] == "ok" and not r["resumed"] for r in records)
+    assert "not a loadable checkpoint" in capfd.readouterr().err
 
 
 @pytest.mark.parametrize("content", [b"not a checkpoint", None])
