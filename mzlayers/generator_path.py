@@ -88,7 +88,12 @@ class GeneratorTail(NamedTuple):
 def chunk_rows(num_rows: int, row_elements: int, multiple: int = 1) -> list[slice]:
     r"""Consecutive row ranges :obj:`start:stop` of about
     :obj:`CHUNK_ELEMENTS / row_elements` rows each, every range a multiple of
-    :obj:`multiple` rows long (the last one included when :obj:`num_rows` is)."""
+    :obj:`multiple` rows long (the last one included when :obj:`num_rows` is);
+    one range when all rows hold at most :obj:`2 * CHUNK_ELEMENTS` elements
+    (a second pass, twice the operators, would save at most
+    :obj:`CHUNK_ELEMENTS` of them)."""
+    if num_rows * row_elements <= 2 * CHUNK_ELEMENTS:
+        return [slice(0, num_rows)] if num_rows else []
     rows = max(1, CHUNK_ELEMENTS // max(1, row_elements))
     rows = max(multiple, rows // multiple * multiple)
     return [slice(start, min(start + rows, num_rows)) for start in range(0, num_rows, rows)]
@@ -200,8 +205,9 @@ def _mixed(agg: Tensor, gates: Tensor, matrix_center: Tensor, matrix_generators:
     :meth:`~mzlayers.Zonotope.mz_product_budgeted`), with what backward
     reuses, all heads first: :math:`M_l \hat{\mathbf{c}}` and :math:`\gamma_l
     M_l \hat{\mathbf{c}}` :obj:`[H, n, L, C]`, :math:`\hat{\mathbf{c}}`
-    :obj:`[H, n, C]`, :math:`\hat G` :obj:`[H, n n_g, C]` and :math:`\gamma`
-    :obj:`[H, n, L, 1]`."""
+    :obj:`[H, n, C]` and :math:`\gamma` :obj:`[H, n, L, 1]` (not the copy
+    :math:`\hat G` :obj:`[H, n n_g, C]`: backward would hold it through the
+    tail's)."""
     (n, H, _, C), G, L = agg.shape, mix.size(1), matrix_generators.size(1)
     # heads first, each product one bmm over the heads (no einsum): [H, rows, *]
     c, A = agg[:, :, 0].transpose(0, 1), _heads_first(agg[:, :, 1:])
@@ -210,7 +216,7 @@ def _mixed(agg: Tensor, gates: Tensor, matrix_center: Tensor, matrix_generators:
     gated = mlc * gamma
     m = torch.bmm(A, matrix_center.transpose(1, 2))
     m = m.view(H, n, G, C) + mix.unsqueeze(1) @ gated
-    return m, mlc, gated, c, A, gamma
+    return m, mlc, gated, c, gamma
 
 
 def _heads_first(x: Tensor) -> Tensor:
@@ -297,23 +303,23 @@ def _tail_backward_rows(grad: Tensor, rows: slice, update: Tensor, tail: Generat
     return grad, (g_s1, g_s2, g_w1, g_w2)
 
 
-def _update_backward_rows(grad: Tensor, params: tuple[Tensor, ...],
+def _update_backward_rows(grad: Tensor, agg: Tensor, params: tuple[Tensor, ...],
                           mixed: tuple[Tensor, ...], flat: Tensor
                           ) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
     r"""The backward of :math:`O^G` on a chunk of rows (:obj:`mixed` from
-    :func:`_mixed`, :obj:`flat` from :func:`_update`): the gradients of the
-    chunk's attention outputs :obj:`[n, H, 1 + n_g, C]` and gates
+    :func:`_mixed` on the chunk's attention outputs :obj:`agg`, :obj:`flat`
+    from :func:`_update`): the gradients of :obj:`agg` and the gates
     :obj:`[n, H, L]`, and the chunk's parts of the gradients of :math:`M_c,
     M_l, W_{\mathrm{mix}}, \mathbf{W}_O`."""
     Mc, Ml, mix, weight = params
-    m, mlc, gated, c, A, gamma = mixed  # heads first: [H, rows, *]
+    m, mlc, gated, c, gamma = mixed  # heads first: [H, rows, *]
     H, n, G, C = m.shape
     L = Ml.size(1)
     grad = grad.flatten(0, -2)  # [n n_g, d]
     g_weight = grad.T @ flat
     g_m = (grad @ weight).view(n, G, H, C).permute(2, 0, 1, 3).reshape(H, n * G, C)
     g_A = torch.bmm(g_m, Mc)
-    g_mc = torch.bmm(g_m.transpose(1, 2), A)  # [H, C, C]
+    g_mc = torch.bmm(g_m.transpose(1, 2), _heads_first(agg[:, :, 1:]))  # [H, C, C]
     g_m = g_m.view(H, n, G, C)
     g_mix = (g_m @ gated.transpose(2, 3)).sum(1)  # [H, n_g, L]
     g_gated = mix.transpose(1, 2).unsqueeze(1) @ g_m  # [H, n, L, C]
@@ -335,7 +341,8 @@ def _backward_rows(grad: Tensor, rows: slice, agg: Tensor, gates: Tensor,
     the parameters' gradients (:math:`M_c, M_l, W_{\mathrm{mix}},
     \mathbf{W}_O`, norm weights, :math:`W_1, W_2`)."""
     N = agg.size(0)
-    mixed = _mixed(_take(agg, rows), _take(gates, rows), *params[:3])
+    agg = _take(agg, rows)
+    mixed = _mixed(agg, _take(gates, rows), *params[:3])
     row_grads, tail_sums = [None] * 3, [None] * 4
     update, flat = _update(mixed[0], params[3])
     if tail is not None:
@@ -345,7 +352,7 @@ def _backward_rows(grad: Tensor, rows: slice, agg: Tensor, gates: Tensor,
         M = tail.residual.size(0)
         g_res = grad if M == N else grad.view(grad.size(0) // M, M, *grad.shape[1:]).sum(0)
         row_grads, tail_sums = [g_res, g_rstd1, g_rstd2], [g_nw1, g_nw2, *ffn_sums]
-    g_agg, g_gates, update_sums = _update_backward_rows(grad, params, mixed, flat)
+    g_agg, g_gates, update_sums = _update_backward_rows(grad, agg, params, mixed, flat)
     return [g_agg, g_gates, *row_grads], [*update_sums, *tail_sums]
 
 
@@ -379,6 +386,8 @@ class _GeneratorPath(torch.autograd.Function):
             if shared:  # a learned query's residual: a sum over the chunks
                 chunk_sums.append(row_grads[2])
                 row_grads[2] = None
+            row_grads = [g if ctx.needs_input_grad[i] else None  # no buffers for those
+                         for g, i in zip(row_grads, (0, 1, 6, 7, 9), strict=True)]
             sums[:] = _accumulate(sums, tuple(chunk_sums) + (None,) * (9 - len(chunk_sums)))
             return row_grads
 
