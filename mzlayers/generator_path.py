@@ -88,7 +88,12 @@ class GeneratorTail(NamedTuple):
 def chunk_rows(num_rows: int, row_elements: int, multiple: int = 1) -> list[slice]:
     r"""Consecutive row ranges :obj:`start:stop` of about
     :obj:`CHUNK_ELEMENTS / row_elements` rows each, every range a multiple of
-    :obj:`multiple` rows long (the last one included when :obj:`num_rows` is)."""
+    :obj:`multiple` rows long (the last one included when :obj:`num_rows` is);
+    one range when all rows hold at most :obj:`2 * CHUNK_ELEMENTS` elements
+    (a second pass, twice the operators, would save at most
+    :obj:`CHUNK_ELEMENTS` of them)."""
+    if num_rows * row_elements <= 2 * CHUNK_ELEMENTS:
+        return [slice(0, num_rows)] if num_rows else []
     rows = max(1, CHUNK_ELEMENTS // max(1, row_elements))
     rows = max(multiple, rows // multiple * multiple)
     return [slice(start, min(start + rows, num_rows)) for start in range(0, num_rows, rows)]
@@ -106,11 +111,17 @@ def _scaled(x: Tensor, scale: Tensor | None) -> Tensor:
     return x if scale is None else centred(x) * scale.unsqueeze(-2)
 
 
+def _take(x: Tensor, rows: slice) -> Tensor:
+    r"""Rows :obj:`rows` of :obj:`x`: :obj:`x` itself, no operator, when
+    they are all of its rows (one chunk)."""
+    return x if rows.start == 0 and rows.stop >= x.size(0) else x[rows]
+
+
 def _row_scale(rstd: Tensor | None, norm_weight: Tensor | None, rows: slice,
                dtype: torch.dtype) -> Tensor | None:
     r"""The scale :math:`\mathbf{w} / \sigma` :obj:`[n, d]` of a layer norm's
     linear part on rows :obj:`rows`, in :obj:`dtype` (:obj:`None`: no norm)."""
-    return None if rstd is None else (norm_weight * rstd[rows]).to(dtype)
+    return None if rstd is None else (norm_weight * _take(rstd, rows)).to(dtype)
 
 
 def _scale_grads(g_scale: Tensor | None, rstd: Tensor | None, norm_weight: Tensor | None,
@@ -121,7 +132,7 @@ def _scale_grads(g_scale: Tensor | None, rstd: Tensor | None, norm_weight: Tenso
     if g_scale is None:
         return None, None
     g_scale = g_scale.to(rstd.dtype)
-    return (g_scale * norm_weight).sum(-1, keepdim=True), (g_scale * rstd[rows]).sum(0)
+    return (g_scale * norm_weight).sum(-1, keepdim=True), (g_scale * _take(rstd, rows)).sum(0)
 
 
 def _autocast_state(device_type: str) -> tuple[bool, torch.dtype]:
@@ -138,7 +149,7 @@ def _rows_outer(grad: Tensor, x: Tensor) -> Tensor:
     r"""The weight gradient :math:`\sum_{\mathrm{rows}} g x^{\top}`
     :obj:`[o, i]` of a linear map from rows :obj:`x` :obj:`[*, i]` with
     output gradients :obj:`grad` :obj:`[*, o]`."""
-    return grad.reshape(-1, grad.size(-1)).T @ x.reshape(-1, x.size(-1))
+    return grad.flatten(0, -2).T @ x.flatten(0, -2)
 
 
 def in_transform() -> bool:
@@ -157,32 +168,55 @@ def _accumulate(totals: list, parts: tuple) -> list:
 def _chunks(agg: Tensor, mix: Tensor, tail: GeneratorTail | None) -> list[slice]:
     r"""Row chunks of the path: whole rows of its widest intermediate (the
     generator FFN's hidden layer), a multiple of the learned queries' count
-    when the tail's residual holds one row per learned query."""
+    when the tail's residual holds one row per learned query; one empty
+    chunk when there are no rows."""
     N, H, _, C = agg.shape
     width = H * C if tail is None else max(H * C, tail.weight1.size(0))
     multiple = 1 if tail is None or tail.residual.size(0) >= N else tail.residual.size(0)
-    return chunk_rows(N, mix.size(1) * width, multiple)
+    return chunk_rows(N, mix.size(1) * width, multiple) or [slice(0, 0)]
+
+
+def _join_rows(chunks: list[slice], num_rows: int, fn) -> list[Tensor | None]:
+    r"""The row tensors :obj:`fn(rows)` of every chunk joined along rows into
+    :obj:`[num_rows, ...]` each: those of the only chunk themselves, or
+    written into one buffer each (never the chunks and their join at once)."""
+    joined = None
+    for rows in chunks:
+        parts = fn(rows)
+        if len(chunks) == 1:
+            return list(parts)
+        if joined is None:  # in the dtype that autocast gives the rows
+            joined = [None if p is None else p.new_empty(num_rows, *p.shape[1:])
+                      for p in parts]
+        for out, part in zip(joined, parts, strict=True):
+            if out is not None:
+                out[rows] = part
+    return joined
 
 
 # Forward, on a chunk of rows #################################################
 
 def _mixed(agg: Tensor, gates: Tensor, matrix_center: Tensor, matrix_generators: Tensor,
-           mix: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+           mix: Tensor) -> tuple[Tensor, ...]:
     r"""Per head, :math:`\hat G M_c^{\top} + W_{\mathrm{mix}}
-    \mathrm{stack}_l[\gamma_l M_l \hat{\mathbf{c}}]` :obj:`[n, H, n_g, C]`,
-    with :math:`M_l \hat{\mathbf{c}}` and :math:`\gamma_l M_l
-    \hat{\mathbf{c}}` (both :obj:`[n, H, L, C]`), for attention outputs
-    :obj:`agg` :obj:`[n, H, 1 + n_g, C]` (centre first) and gates
-    :obj:`[n, H, L]` (the operations of
-    :meth:`~mzlayers.Zonotope.mz_product_budgeted`)."""
+    \mathrm{stack}_l[\gamma_l M_l \hat{\mathbf{c}}]` :obj:`[H, n, n_g, C]`
+    for attention outputs :obj:`agg` :obj:`[n, H, 1 + n_g, C]` (centre
+    first) and gates :obj:`[n, H, L]` (the operations of
+    :meth:`~mzlayers.Zonotope.mz_product_budgeted`), with what backward
+    reuses, all heads first: :math:`M_l \hat{\mathbf{c}}` and :math:`\gamma_l
+    M_l \hat{\mathbf{c}}` :obj:`[H, n, L, C]`, :math:`\hat{\mathbf{c}}`
+    :obj:`[H, n, C]` and :math:`\gamma` :obj:`[H, n, L, 1]` (not the copy
+    :math:`\hat G` :obj:`[H, n n_g, C]`: backward would hold it through the
+    tail's)."""
     (n, H, _, C), G, L = agg.shape, mix.size(1), matrix_generators.size(1)
     # heads first, each product one bmm over the heads (no einsum): [H, rows, *]
-    mlc = torch.bmm(agg[:, :, 0].transpose(0, 1),
-                    matrix_generators.flatten(1, 2).transpose(1, 2)).view(H, n, L, C)
-    gated = mlc * gates.transpose(0, 1).unsqueeze(-1)
-    m = torch.bmm(_heads_first(agg[:, :, 1:]), matrix_center.transpose(1, 2))
-    m = m.view(H, n, G, C) + mix.unsqueeze(1) @ gated  # [H, n, n_g, C]
-    return m.transpose(0, 1), mlc.transpose(0, 1), gated.transpose(0, 1)
+    c, A = agg[:, :, 0].transpose(0, 1), _heads_first(agg[:, :, 1:])
+    gamma = gates.transpose(0, 1).unsqueeze(-1)
+    mlc = torch.bmm(c, matrix_generators.flatten(1, 2).transpose(1, 2)).view(H, n, L, C)
+    gated = mlc * gamma
+    m = torch.bmm(A, matrix_center.transpose(1, 2))
+    m = m.view(H, n, G, C) + mix.unsqueeze(1) @ gated
+    return m, mlc, gated, c, gamma
 
 
 def _heads_first(x: Tensor) -> Tensor:
@@ -191,14 +225,26 @@ def _heads_first(x: Tensor) -> Tensor:
 
 
 def _heads_last(m: Tensor) -> Tensor:
-    r""":obj:`[n, H, n_g, C]` -> :obj:`[n, n_g, H * C]` (heads concatenated)."""
-    return m.transpose(1, 2).flatten(-2)
+    r""":obj:`[H, n, n_g, C]` -> :obj:`[n n_g, H C]` (heads concatenated, rows flat)."""
+    H, n, G, C = m.shape
+    return m.permute(1, 2, 0, 3).reshape(n * G, H * C)
 
 
-def _residual_index(rows: slice, residual: Tensor) -> Tensor:
-    r"""The rows of :obj:`residual` that output rows :obj:`rows` add (query
-    :math:`i \bmod M` for :math:`M` learned queries, set-major)."""
-    return torch.arange(rows.start, rows.stop, device=residual.device) % residual.size(0)
+def _update(m: Tensor, weight: Tensor) -> tuple[Tensor, Tensor]:
+    r"""The generator output :math:`O^G` :obj:`[n, n_g, d]` of the mixed
+    heads :obj:`m` :obj:`[H, n, n_g, C]`, and the heads concatenated
+    :obj:`[n n_g, H C]` that it maps."""
+    flat = _heads_last(m)
+    return (flat @ weight.t()).view(m.size(1), m.size(2), weight.size(0)), flat
+
+
+def _residual_rows(rows: slice, residual: Tensor, num_rows: int) -> Tensor:
+    r"""The rows of :obj:`residual` that output rows :obj:`rows` of
+    :obj:`num_rows` add: query :math:`i \bmod M` for :math:`M` learned
+    queries (set-major; a chunk holds whole sets)."""
+    if residual.size(0) == num_rows:
+        return _take(residual, rows)
+    return residual.repeat((rows.stop - rows.start) // residual.size(0), 1, 1)
 
 
 def _tail_rows(rows: slice, update: Tensor, tail: GeneratorTail, num_rows: int
@@ -208,10 +254,7 @@ def _tail_rows(rows: slice, update: Tensor, tail: GeneratorTail, num_rows: int
     sum :math:`R`, :math:`H = \mathrm{LN}_1^{\mathrm{lin}}(R)`, the FFN's
     activation :math:`A = \mathrm{ReLU}(H W_1^{\top})` and :math:`F = H + A
     W_2^{\top}`, each :obj:`[n, n_g, *]`."""
-    residual = tail.residual
-    res = residual[rows] if residual.size(0) == num_rows else \
-        residual[_residual_index(rows, residual)]
-    r = res + update
+    r = _residual_rows(rows, tail.residual, num_rows) + update
     h = _scaled(r, _row_scale(tail.rstd1, tail.norm_weight1, rows, r.dtype))
     a = F.linear(h, tail.weight1).relu_()
     return r, h, a, h + F.linear(a, tail.weight2)
@@ -221,7 +264,7 @@ def _path_rows(rows: slice, agg: Tensor, gates: Tensor, params: tuple[Tensor, ..
                tail: GeneratorTail | None) -> Tensor:
     r"""The path's output on rows :obj:`rows`, :obj:`[n, n_g, d]`."""
     Mc, Ml, mix, weight = params  # the generator output O^G of the rows, [n, n_g, d]
-    update = F.linear(_heads_last(_mixed(agg[rows], gates[rows], Mc, Ml, mix)[0]), weight)
+    update = _update(_mixed(_take(agg, rows), _take(gates, rows), Mc, Ml, mix)[0], weight)[0]
     return update if tail is None else _tail_output_rows(rows, update, tail, agg.size(0))
 
 
@@ -260,32 +303,57 @@ def _tail_backward_rows(grad: Tensor, rows: slice, update: Tensor, tail: Generat
     return grad, (g_s1, g_s2, g_w1, g_w2)
 
 
-def _update_backward_rows(grad: Tensor, agg: Tensor, gates: Tensor,
-                          params: tuple[Tensor, ...], mixed: tuple[Tensor, ...]
-                          ) -> tuple[Tensor, Tensor, Tensor, tuple[Tensor, ...]]:
+def _update_backward_rows(grad: Tensor, agg: Tensor, params: tuple[Tensor, ...],
+                          mixed: tuple[Tensor, ...], flat: Tensor
+                          ) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
     r"""The backward of :math:`O^G` on a chunk of rows (:obj:`mixed` from
-    :func:`_mixed`): the gradients of the chunk's :math:`\hat{\mathbf{c}}`
-    :obj:`[n, H, C]`, :math:`\hat G` :obj:`[n, H, n_g, C]` and gates
+    :func:`_mixed` on the chunk's attention outputs :obj:`agg`, :obj:`flat`
+    from :func:`_update`): the gradients of :obj:`agg` and the gates
     :obj:`[n, H, L]`, and the chunk's parts of the gradients of :math:`M_c,
     M_l, W_{\mathrm{mix}}, \mathbf{W}_O`."""
     Mc, Ml, mix, weight = params
-    (n, H, _, C), G, L = agg.shape, mix.size(1), Ml.size(1)
-    m, mlc, gated = mixed
-    g_weight = _rows_outer(grad, _heads_last(m))
-    # heads first, each product one bmm over the heads (no einsum): [H, rows, *]
-    c, A = agg[:, :, 0].transpose(0, 1), _heads_first(agg[:, :, 1:])  # [H, n, C], [H, n G, C]
-    mlc, gated = mlc.transpose(0, 1), gated.transpose(0, 1)  # [H, n, L, C]
-    g_m = _heads_first((grad @ weight).view(n, G, H, C).transpose(1, 2))  # [H, n G, C]
+    m, mlc, gated, c, gamma = mixed  # heads first: [H, rows, *]
+    H, n, G, C = m.shape
+    L = Ml.size(1)
+    grad = grad.flatten(0, -2)  # [n n_g, d]
+    g_weight = grad.T @ flat
+    g_m = (grad @ weight).view(n, G, H, C).permute(2, 0, 1, 3).reshape(H, n * G, C)
     g_A = torch.bmm(g_m, Mc)
-    g_mc = torch.bmm(g_m.transpose(1, 2), A)  # [H, C, C]
+    g_mc = torch.bmm(g_m.transpose(1, 2), _heads_first(agg[:, :, 1:]))  # [H, C, C]
     g_m = g_m.view(H, n, G, C)
     g_mix = (g_m @ gated.transpose(2, 3)).sum(1)  # [H, n_g, L]
     g_gated = mix.transpose(1, 2).unsqueeze(1) @ g_m  # [H, n, L, C]
-    g_mlc = (g_gated * gates.transpose(0, 1).unsqueeze(-1)).view(H, n, L * C)
+    g_mlc = (g_gated * gamma).view(H, n, L * C)
     g_ml = torch.bmm(g_mlc.transpose(1, 2), c).view(H, L, C, C)
     g_c = torch.bmm(g_mlc, Ml.flatten(1, 2))  # [H, n, C]
-    return (g_c.transpose(0, 1), g_A.view(H, n, G, C).transpose(0, 1),
-            (g_gated * mlc).sum(-1).transpose(0, 1), (g_mc, g_ml, g_mix, g_weight))
+    g_agg = torch.cat([g_c.transpose(0, 1).unsqueeze(2),
+                       g_A.view(H, n, G, C).transpose(0, 1)], dim=2)
+    return (g_agg, (g_gated * mlc).sum(-1).transpose(0, 1), (g_mc, g_ml, g_mix, g_weight))
+
+
+def _backward_rows(grad: Tensor, rows: slice, agg: Tensor, gates: Tensor,
+                   params: tuple[Tensor, ...], tail: GeneratorTail | None
+                   ) -> tuple[list, list]:
+    r"""The whole backward on a chunk of rows: the rows' gradients (of
+    :obj:`agg`, :obj:`gates`, the residual, :math:`1 / \sigma_1` and
+    :math:`1 / \sigma_2`, :obj:`None` where absent; that of a residual of
+    learned queries summed over the chunk's sets), and the chunk's parts of
+    the parameters' gradients (:math:`M_c, M_l, W_{\mathrm{mix}},
+    \mathbf{W}_O`, norm weights, :math:`W_1, W_2`)."""
+    N = agg.size(0)
+    agg = _take(agg, rows)
+    mixed = _mixed(agg, _take(gates, rows), *params[:3])
+    row_grads, tail_sums = [None] * 3, [None] * 4
+    update, flat = _update(mixed[0], params[3])
+    if tail is not None:
+        grad, (g_s1, g_s2, *ffn_sums) = _tail_backward_rows(grad, rows, update, tail, N)
+        g_rstd1, g_nw1 = _scale_grads(g_s1, tail.rstd1, tail.norm_weight1, rows)
+        g_rstd2, g_nw2 = _scale_grads(g_s2, tail.rstd2, tail.norm_weight2, rows)
+        M = tail.residual.size(0)
+        g_res = grad if M == N else grad.view(grad.size(0) // M, M, *grad.shape[1:]).sum(0)
+        row_grads, tail_sums = [g_res, g_rstd1, g_rstd2], [g_nw1, g_nw2, *ffn_sums]
+    g_agg, g_gates, update_sums = _update_backward_rows(grad, agg, params, mixed, flat)
+    return [g_agg, g_gates, *row_grads], [*update_sums, *tail_sums]
 
 
 # The function ################################################################
@@ -301,59 +369,36 @@ class _GeneratorPath(torch.autograd.Function):
                               *tail)
         params = (matrix_center, matrix_generators, mix, weight)
         tail = None if tail[-1] is None else GeneratorTail(*tail)
-        out = agg.new_empty(0, mix.size(1), weight.size(0))
-        for rows in _chunks(agg, mix, tail):
-            part = _path_rows(rows, agg, gates, params, tail)
-            if rows.start == 0:  # in the dtype that autocast gives the rows
-                out = part.new_empty(agg.size(0), *part.shape[1:])
-            out[rows] = part
-        return out
+        return _join_rows(_chunks(agg, mix, tail), agg.size(0),
+                          lambda rows: (_path_rows(rows, agg, gates, params, tail),))[0]
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor):
         agg, gates, Mc, Ml, mix, weight, *tail = ctx.saved_tensors
-        params = (Mc, Ml, mix, weight)
         tail = None if tail[-1] is None else GeneratorTail(*tail)
-        residual = None if tail is None else tail.residual
-        need, N = ctx.needs_input_grad, agg.size(0)
-        grad_agg = torch.zeros_like(agg) if need[0] else None
-        grad_gates = torch.zeros_like(gates) if need[1] else None
-        grad_residual = torch.zeros_like(residual) if need[6] else None
-        grad_rstd1 = torch.empty_like(tail.rstd1) if need[7] else None
-        grad_rstd2 = torch.empty_like(tail.rstd2) if need[9] else None
-        sums = [None] * 8  # of M_c, M_l, W_mix, W_O, w_1, w_2 (norms), W_1, W_2
+        shared = tail is not None and tail.residual.size(0) < agg.size(0)
+        sums = [None] * 9  # of M_c, M_l, W_mix, W_O, w_1, w_2 (norms), W_1, W_2, residual
+
+        def rows_backward(rows):
+            row_grads, chunk_sums = _backward_rows(_take(grad, rows), rows, agg, gates,
+                                                   (Mc, Ml, mix, weight), tail)
+            if shared:  # a learned query's residual: a sum over the chunks
+                chunk_sums.append(row_grads[2])
+                row_grads[2] = None
+            row_grads = [g if ctx.needs_input_grad[i] else None  # no buffers for those
+                         for g, i in zip(row_grads, (0, 1, 6, 7, 9), strict=True)]
+            sums[:] = _accumulate(sums, tuple(chunk_sums) + (None,) * (9 - len(chunk_sums)))
+            return row_grads
+
         with _replay_autocast(ctx):
-            for rows in _chunks(agg, mix, tail):
-                g, tail_sums = grad[rows], (None,) * 4
-                mixed = _mixed(agg[rows], gates[rows], Mc, Ml, mix)
-                if tail is not None:
-                    update = F.linear(_heads_last(mixed[0]), weight)
-                    g, (g_s1, g_s2, *ffn_sums) = _tail_backward_rows(g, rows, update, tail, N)
-                    g_rstd1, g_nw1 = _scale_grads(g_s1, tail.rstd1, tail.norm_weight1, rows)
-                    g_rstd2, g_nw2 = _scale_grads(g_s2, tail.rstd2, tail.norm_weight2, rows)
-                    _store(grad_rstd1, rows, g_rstd1)
-                    _store(grad_rstd2, rows, g_rstd2)
-                    tail_sums = (g_nw1, g_nw2, *ffn_sums)
-                    if grad_residual is not None and residual.size(0) == N:
-                        grad_residual[rows] = g
-                    elif grad_residual is not None:
-                        grad_residual.index_add_(0, _residual_index(rows, residual), g)
-                g_c, g_A, g_gates, update_sums = _update_backward_rows(
-                    g, agg[rows], gates[rows], params, mixed)
-                if grad_agg is not None:
-                    grad_agg[rows, :, 0], grad_agg[rows, :, 1:] = g_c, g_A
-                _store(grad_gates, rows, g_gates)
-                sums = _accumulate(sums, (*update_sums, *tail_sums))
-        need_sums = need[2:6] + (need[8], need[10]) + need[11:]
-        sums = [s if n else None for s, n in zip(sums, need_sums, strict=True)]
-        return (grad_agg, grad_gates, *sums[:4], grad_residual, grad_rstd1, sums[4],
-                grad_rstd2, sums[5], *sums[6:])
-
-
-def _store(total: Tensor | None, rows: slice, part: Tensor) -> None:
-    if total is not None:
-        total[rows] = part
+            g_agg, g_gates, g_res, g_rstd1, g_rstd2 = _join_rows(
+                _chunks(agg, mix, tail), agg.size(0), rows_backward)
+        g_res = sums[8] if shared else g_res
+        grads = (g_agg, g_gates, *sums[:4], g_res, g_rstd1, sums[4], g_rstd2, sums[5],
+                 *sums[6:8])
+        return tuple(g if need else None
+                     for g, need in zip(grads, ctx.needs_input_grad, strict=True))
 
 
 def budgeted_generators(agg: Tensor, gates: Tensor, matrix_center: Tensor,
