@@ -3,6 +3,7 @@ MZAttn paper): the Set Transformer blocks of :mod:`mzlayers.blocks` with
 zonotope tokens and :class:`~mzlayers.mz_attention.MZMultiheadAttention`."""
 
 from collections.abc import Callable
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -236,17 +237,16 @@ class MZMAB(torch.nn.Module):
         x, y = Zonotope(x_center, x_generators), Zonotope(y_center, y_generators)
         if _has_hooks(self.attn):  # the hooks see the attention's output
             o = self.attn(x, y, key_layout, query_layout)
-            o_center, agg, gates = o.center, None, None
+            o_center, generators = o.center, partial(generator_tail, o.generators)
         else:
             o_center, agg, gates = self.attn.aggregate(x, y, key_layout, query_layout)
+            generators = partial(self.attn.generators, agg, gates)
         h, norm1 = _norm_center(self.norm1, broadcast_queries(
             x_center, query_layout, key_layout) + o_center)
         out, norm2 = _norm_center(self.norm2, h + self.ffn.center(h))
         ffn = self.ffn.generators.net
-        tail = GeneratorTail(x_generators, *norm1, *norm2, ffn[0].weight, ffn[3].weight)
-        if agg is None:
-            return out, generator_tail(o.generators, tail)
-        return out, self.attn.generators(agg, gates, tail)
+        return out, generators(GeneratorTail(x_generators, *norm1, *norm2, ffn[0].weight,
+                                             ffn[3].weight))
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.channels}, heads={self.heads}, '

@@ -131,11 +131,11 @@ def resumable(path: str, module: torch.nn.Module | None = None) -> bool:
     except FileNotFoundError:
         return False
     except ValueError as error:
-        _set_aside(path, "corrupt", str(error))
+        set_aside_checkpoint(path, "corrupt", str(error))
         return False
     problem = None if module is None else mismatch(checkpoint, module)
     if problem is not None:
-        _set_aside(path, "mismatch", f"{path}: {problem}")
+        set_aside_checkpoint(path, "mismatch", f"{path}: {problem}")
         return False
     return True
 
@@ -159,10 +159,13 @@ def mismatch(checkpoint: Any, module: torch.nn.Module) -> str | None:
     return None
 
 
-def _set_aside(path: str, reason: str, problem: str) -> None:
+def set_aside_checkpoint(path: str, reason: str, problem: str,
+                         then: str = "the cell restarts") -> None:
+    r"""Moves the checkpoint :obj:`path` aside as :obj:`{path}.{reason}-{time}`
+    and says on stderr what was wrong (:obj:`problem`) and what happens
+    :obj:`then`."""
     aside = set_aside(path, reason)
-    print(f"[mzattn-repro] {problem}; moved to {aside}, the cell restarts",
-          file=sys.stderr, flush=True)
+    print(f"[mzattn-repro] {problem}; moved to {aside}, {then}", file=sys.stderr, flush=True)
 
 
 class StopBetweenSteps(pl.Callback):

@@ -15,15 +15,14 @@ from scratch. The first seed's finished record removes its folder, and the
 file with it.
 """
 import os.path as osp
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 import torch
-from mzattn.repro.core.faults import atomic_write, set_aside
+from mzattn.repro.core.faults import atomic_write
 
 from .cells import Cell, checkpoint_dir
-from .checkpoints import safe_load
+from .checkpoints import safe_load, set_aside_checkpoint
 
 VERSION = 1
 r"""Format of a group checkpoint; another one is set aside."""
@@ -61,6 +60,4 @@ def load_group(path: str, configs: Sequence[dict[str, Any]]) -> dict[str, Any] |
 
 
 def _set_aside(path: str, reason: str, problem: str) -> None:
-    aside = set_aside(path, reason)
-    print(f"[mzattn-repro] {problem}; moved to {aside}, the group starts from scratch",
-          file=sys.stderr, flush=True)
+    set_aside_checkpoint(path, reason, problem, then="the group starts from scratch")
