@@ -14,6 +14,7 @@ from mzlayers.blocks import attention_repr, broadcast_queries
 from mzlayers.checkpoint import check_rows, checkpoint_sets
 from mzlayers.feedforward import FeedForward
 from mzlayers.generator_path import GeneratorTail, centred, generator_tail
+from mzlayers.hooks import has_forward_hooks
 from mzlayers.layout import SetLayout, resolve_layout
 from mzlayers.linear import Linear
 from mzlayers.mz_attention import MZMultiheadAttention
@@ -235,7 +236,7 @@ class MZMAB(torch.nn.Module):
             :obj:`[B * M, d]`) and generators :obj:`[*, n_g, d]`.
         """
         x, y = Zonotope(x_center, x_generators), Zonotope(y_center, y_generators)
-        if _has_hooks(self.attn):  # the hooks see the attention's output
+        if has_forward_hooks(self.attn):  # the hooks see the attention's output
             o = self.attn(x, y, key_layout, query_layout)
             o_center, generators = o.center, partial(generator_tail, o.generators)
         else:
@@ -255,17 +256,6 @@ class MZMAB(torch.nn.Module):
                 f'ff_channels={self.ff_channels}, backend={self.backend}'
                 f'{_checkpoint_repr(self.checkpoint_rows)}'
                 f'{attention_repr(self.attn, MZMultiheadAttention)})')
-
-
-def _has_hooks(module: torch.nn.Module) -> bool:
-    r"""Whether calling :obj:`module` runs forward (pre-)hooks, its own or
-    global ones (e.g. those of :mod:`mzattn.repro.analysis`): an MZ-MAB then
-    calls its attention as a module, so that they see and may change its
-    inputs and output, rather than fusing the attention's generator output
-    into the rest of the block."""
-    hooks = torch.nn.modules.module
-    return bool(module._forward_hooks or module._forward_pre_hooks
-                or hooks._global_forward_hooks or hooks._global_forward_pre_hooks)
 
 
 def _norm_center(norm: torch.nn.Module, c: Tensor
