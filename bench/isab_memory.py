@@ -18,16 +18,23 @@ holds the step time (median of :obj:`repeats` interleaved steps,
 by :func:`~.measure.peak_memory_dispatch` (the tensors torch allocates; after
 one warm-up step, in this process); with :obj:`--rss` also the resident-size
 growth of a first step in a fresh child (:func:`~.measure.peak_memory_subprocess`,
-the measure of Table 30's CPU column).  Ratios are against ``isab`` of the
-same run.
+the measure of Table 30's CPU column), and the aten operators of one step.
+Ratios are against ``isab`` of the same run.  A last row,
+``mz-isab-cuda-budget``, counts the default MZ-ISAB's peak memory and
+operators with the generator path's chunk budget of CUDA (coarse, for
+fewer launches), still on CPU.
 """
 import argparse
 import json
 from collections.abc import Callable
+from unittest.mock import patch
 
 import torch
 
+import mzlayers.generator_path as generator_path
+
 from . import overhead
+from .dispatch import count_ops
 from .measure import (
     environment,
     keep_freed_memory,
@@ -76,7 +83,33 @@ def measure(config: str, repeats: int, rss: bool) -> dict[str, dict]:
         row['memory_ratio'] = row['peak_bytes'] / rows['isab']['peak_bytes']
         if rss:
             row['rss_ratio'] = row['rss_peak_bytes'] / rows['isab']['rss_peak_bytes']
+    for block, step in steps.items():
+        rows[block]['aten_ops'] = aten_ops(step)
+    rows[CUDA_BUDGET_ROW] = cuda_budget_row(steps['mz-isab'], rows['isab']['peak_bytes'])
     return rows
+
+
+#: The row of :func:`cuda_budget_row`.
+CUDA_BUDGET_ROW = 'mz-isab-cuda-budget'
+
+
+def aten_ops(step: Callable[[], None]) -> int:
+    r"""The aten operators one call of :obj:`step` dispatches (each a kernel
+    launch or more on a GPU)."""
+    with count_ops() as ops:
+        step()
+    return sum(ops.values())
+
+
+def cuda_budget_row(step: Callable[[], None], isab_peak: int) -> dict:
+    r"""The default MZ-ISAB step with the generator path's chunk budget of
+    CUDA (:obj:`mzlayers.generator_path.CHUNK_ELEMENTS`), counted here on
+    CPU: the trade that budget makes, fewer launches for more memory (no
+    time: a CPU step is not launch-bound)."""
+    with patch.dict(generator_path.CHUNK_ELEMENTS, cpu=generator_path.CHUNK_ELEMENTS['cuda']):
+        peak = counted_peak(step)
+        return {'peak_bytes': peak, 'memory_ratio': peak / isab_peak,
+                'aten_ops': aten_ops(step)}
 
 
 def main(argv: list[str] | None = None) -> int:

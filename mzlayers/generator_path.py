@@ -10,8 +10,9 @@ cheap, row-wise arithmetic given a few small centre-path quantities (the
 gates :math:`\gamma`, the layer-norm scales), so :func:`budgeted_generators`
 saves the attention output (which the centre path keeps anyway) and the
 small inputs once, and recomputes everything else in backward, in chunks of
-:obj:`CHUNK_ELEMENTS`-sized rows, so that the recomputation never holds a
-whole :obj:`[N, n_g, d_{ff}]` intermediate either:
+:obj:`CHUNK_ELEMENTS`-sized rows (a budget per device type: fine on CPU,
+coarse on GPUs, whose steps are launch-bound), so that the recomputation
+never holds a whole :obj:`[N, n_g, d_{ff}]` intermediate either:
 
 * the generator output of Eq. (3): :math:`O^G = \mathbf{W}_O \Vert_h
   (\hat G^{(h)} M_c^{(h)\top} + W_{\mathrm{mix}}^{(h)}
@@ -39,8 +40,22 @@ from torch.autograd.function import FunctionCtx, once_differentiable
 
 #: Largest number of elements of one intermediate (e.g. the generator FFN's
 #: hidden layer :obj:`[rows, n_g, d_ff]`) that the function materialises at
-#: once: 256 KiB in float32.
-CHUNK_ELEMENTS = 2**16
+#: once, per device type (:func:`chunk_elements`).  Every chunk dispatches
+#: the path's operators again, about 190 per call forward and backward, so
+#: the budget weighs memory against kernel launches.  A CPU step is
+#: compute-bound: chunks of 256 KiB (float32) cost MZ-Full's step at the
+#: step profile's batch (128 sets) 35,265 operators against 3,277 in one
+#: chunk, for about the same time (538 against 519 ms), and keep MZ-ISAB at
+#: 2.8x an ISAB's memory instead of 8.2x (docs/benchmarks.md).  A GPU step
+#: is launch-bound: there a call is chunked only when its intermediates pass
+#: 2^24 elements (64 MiB in float32), where a chunk's arithmetic outweighs
+#: its launches.  Other accelerators take the CUDA budget.
+CHUNK_ELEMENTS = {'cpu': 2**16, 'cuda': 2**24}
+
+
+def chunk_elements(device: torch.device) -> int:
+    r"""The chunk budget of :obj:`CHUNK_ELEMENTS` for :obj:`device`."""
+    return CHUNK_ELEMENTS.get(device.type, CHUNK_ELEMENTS['cuda'])
 
 
 class GeneratorTail(NamedTuple):
@@ -85,16 +100,17 @@ class GeneratorTail(NamedTuple):
     weight2: Tensor
 
 
-def chunk_rows(num_rows: int, row_elements: int, multiple: int = 1) -> list[slice]:
+def chunk_rows(num_rows: int, row_elements: int, multiple: int = 1, *,
+               budget: int) -> list[slice]:
     r"""Consecutive row ranges :obj:`start:stop` of about
-    :obj:`CHUNK_ELEMENTS / row_elements` rows each, every range a multiple of
+    :obj:`budget / row_elements` rows each, every range a multiple of
     :obj:`multiple` rows long (the last one included when :obj:`num_rows` is);
-    one range when all rows hold at most :obj:`2 * CHUNK_ELEMENTS` elements
+    one range when all rows hold at most :obj:`2 * budget` elements
     (a second pass, twice the operators, would save at most
-    :obj:`CHUNK_ELEMENTS` of them)."""
-    if num_rows * row_elements <= 2 * CHUNK_ELEMENTS:
+    :obj:`budget` of them)."""
+    if num_rows * row_elements <= 2 * budget:
         return [slice(0, num_rows)] if num_rows else []
-    rows = max(1, CHUNK_ELEMENTS // max(1, row_elements))
+    rows = max(1, budget // max(1, row_elements))
     rows = max(multiple, rows // multiple * multiple)
     return [slice(start, min(start + rows, num_rows)) for start in range(0, num_rows, rows)]
 
@@ -173,7 +189,8 @@ def _chunks(agg: Tensor, mix: Tensor, tail: GeneratorTail | None) -> list[slice]
     N, H, _, C = agg.shape
     width = H * C if tail is None else max(H * C, tail.weight1.size(0))
     multiple = 1 if tail is None or tail.residual.size(0) >= N else tail.residual.size(0)
-    return chunk_rows(N, mix.size(1) * width, multiple) or [slice(0, 0)]
+    return chunk_rows(N, mix.size(1) * width, multiple,
+                      budget=chunk_elements(agg.device)) or [slice(0, 0)]
 
 
 def _join_rows(chunks: list[slice], num_rows: int, fn) -> list[Tensor | None]:

@@ -46,14 +46,14 @@ class Linear(torch.nn.Linear):
     def forward(self, x: Tensor) -> Tensor:
         if not torch.is_grad_enabled() or torch._C._are_functorch_transforms_active():
             return F.linear(x, self.weight, self.bias)
-        x, weight, bias = _autocast(x, self.weight, self.bias)
+        x, weight, bias = autocast_operands(x, self.weight, self.bias)
         if x.dim() == 2:
             return _LinearFunction.apply(x, weight, bias)
         out = _LinearFunction.apply(x.reshape(-1, x.size(-1)), weight, bias)
         return out.view(*x.shape[:-1], out.size(-1))
 
 
-def _autocast(*tensors: Tensor | None) -> tuple[Tensor | None, ...]:
+def autocast_operands(*tensors: Tensor | None) -> tuple[Tensor | None, ...]:
     r"""The operands as autocast casts them for a linear map: floating
     tensors but :obj:`float64` to the autocast dtype of their device."""
     device_type = tensors[0].device.type

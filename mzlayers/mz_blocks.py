@@ -8,12 +8,14 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 from torch.nn import LayerNorm, Parameter
 
 from mzlayers.blocks import attention_repr, broadcast_queries
 from mzlayers.checkpoint import check_rows, checkpoint_sets
 from mzlayers.feedforward import FeedForward
-from mzlayers.generator_path import GeneratorTail, centred, generator_tail
+from mzlayers.generator_path import GeneratorTail, centred, generator_tail, in_transform
+from mzlayers.hooks import has_forward_hooks
 from mzlayers.layout import SetLayout, resolve_layout
 from mzlayers.linear import Linear
 from mzlayers.mz_attention import MZMultiheadAttention
@@ -57,6 +59,43 @@ class ZonotopeLayerNorm(LayerNorm):
         # centre entries above ~256 overflows and would zero the generators.
         c32 = c.float() if torch.finfo(c.dtype).bits < 32 else c
         return super().forward(c), (_variance(c32) + self.eps).rsqrt()
+
+
+def _fused_statistics(c: Tensor, weight: Tensor | None) -> bool:
+    r"""Whether :class:`_LayerNormWithRstd` normalises :obj:`c`: centres in
+    float32 or float64 (the precision of the statistics) with a weight of
+    the same dtype, outside :mod:`torch.func` transforms."""
+    return (c.dtype in (torch.float32, torch.float64) and c.numel() > 0
+            and weight is not None and weight.dtype == c.dtype
+            and not in_transform())
+
+
+class _LayerNormWithRstd(torch.autograd.Function):
+    r""":func:`torch.native_layer_norm` of centres :obj:`c` :obj:`[*, d]`,
+    with its reciprocal standard deviation :obj:`[*, 1]` as a second,
+    differentiable output.  The norm computes it anyway, where autograd's
+    composition computed the variance a second time (six more operators
+    per norm, forward and backward; issue 34, "Few launches").  Backward
+    adds the reciprocal's gradient,
+    :math:`\partial \sigma^{-1} / \partial c_j = -\sigma^{-3} (c_j - \mu) / d`,
+    to the norm's own.  First-order gradients only, as the generator path
+    that reads it (:class:`ZonotopeLayerNorm` itself differentiates twice)."""
+    @staticmethod
+    def forward(ctx, c: Tensor, weight: Tensor, bias: Tensor | None, eps: float):
+        out, mean, rstd = torch.native_layer_norm(c, (c.size(-1),), weight, bias, eps)
+        ctx.save_for_backward(c, weight, bias, mean, rstd)
+        return out, rstd
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor, grad_rstd: Tensor):
+        c, weight, bias, mean, rstd = ctx.saved_tensors
+        grad_c, grad_weight, grad_bias = torch.ops.aten.native_layer_norm_backward(
+            grad, c, (c.size(-1),), mean, rstd, weight, bias, list(ctx.needs_input_grad[:3]))
+        if grad_c is not None:
+            scale = grad_rstd * rstd.pow(3) * (-1.0 / c.size(-1))
+            grad_c = grad_c.addcmul_(scale, c - mean)
+        return grad_c, grad_weight, grad_bias, None
 
 
 def _variance(c: Tensor) -> Tensor:
@@ -235,7 +274,7 @@ class MZMAB(torch.nn.Module):
             :obj:`[B * M, d]`) and generators :obj:`[*, n_g, d]`.
         """
         x, y = Zonotope(x_center, x_generators), Zonotope(y_center, y_generators)
-        if _has_hooks(self.attn):  # the hooks see the attention's output
+        if has_forward_hooks(self.attn):  # the hooks see the attention's output
             o = self.attn(x, y, key_layout, query_layout)
             o_center, generators = o.center, partial(generator_tail, o.generators)
         else:
@@ -257,17 +296,6 @@ class MZMAB(torch.nn.Module):
                 f'{attention_repr(self.attn, MZMultiheadAttention)})')
 
 
-def _has_hooks(module: torch.nn.Module) -> bool:
-    r"""Whether calling :obj:`module` runs forward (pre-)hooks, its own or
-    global ones (e.g. those of :mod:`mzattn.repro.analysis`): an MZ-MAB then
-    calls its attention as a module, so that they see and may change its
-    inputs and output, rather than fusing the attention's generator output
-    into the rest of the block."""
-    hooks = torch.nn.modules.module
-    return bool(module._forward_hooks or module._forward_pre_hooks
-                or hooks._global_forward_hooks or hooks._global_forward_pre_hooks)
-
-
 def _norm_center(norm: torch.nn.Module, c: Tensor
                  ) -> tuple[Tensor, tuple[Tensor | None, Tensor | None]]:
     r"""A block norm on centres :obj:`[*, d]`: the normalised centres and,
@@ -276,7 +304,10 @@ def _norm_center(norm: torch.nn.Module, c: Tensor
     without a norm)."""
     if not isinstance(norm, ZonotopeLayerNorm):
         return c, (None, None)
-    center, rstd = norm.center_and_rstd(c)
+    if _fused_statistics(c, norm.weight):  # first-order, as the generator path
+        center, rstd = _LayerNormWithRstd.apply(c, norm.weight, norm.bias, norm.eps)
+    else:
+        center, rstd = norm.center_and_rstd(c)
     return center, (rstd, norm.weight)
 
 

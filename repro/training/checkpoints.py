@@ -151,11 +151,15 @@ def mismatch(checkpoint: Any, module: torch.nn.Module) -> str | None:
         return f"it lacks {missing[0]} (and {len(missing) - 1} more) of this cell's model"
     if extra := sorted(set(state) - set(ours)):
         return f"it holds {extra[0]} (and {len(extra) - 1} more) that this cell's model lacks"
-    for name, tensor in ours.items():
+    for name, value in ours.items():
         theirs = state[name]
-        if not isinstance(theirs, torch.Tensor) or theirs.shape != tensor.shape:
+        if not isinstance(value, torch.Tensor):  # a module's extra state (get_extra_state)
+            if type(theirs) is not type(value):
+                return (f"{name} is a {type(value).__name__} here, a {type(theirs).__name__} "
+                        "in the checkpoint")
+        elif not isinstance(theirs, torch.Tensor) or theirs.shape != value.shape:
             shape = tuple(theirs.shape) if isinstance(theirs, torch.Tensor) else type(theirs)
-            return f"{name} has shape {tuple(tensor.shape)} here, {shape} in the checkpoint"
+            return f"{name} has shape {tuple(value.shape)} here, {shape} in the checkpoint"
     return None
 
 

@@ -101,3 +101,19 @@ def check_padded_input_errors(model, channels: int) -> None:
         model(x_pad, torch.zeros(8, dtype=torch.long), mask=mask)
     with pytest.raises(ValueError, match="'dim_size'"):
         model(x_pad, dim_size=3, mask=mask)
+
+
+def check_vmap_over_stacked_replicas(layers: list[torch.nn.Module], x: torch.Tensor,
+                                     name: str) -> None:
+    r"""The gradient of parameter :obj:`name` of the first of :obj:`layers`,
+    computed under :func:`torch.func.vmap` over their stacked parameters (as
+    :mod:`mzattn.stacked` trains replicas), equals plain autograd's."""
+    params, _ = torch.func.stack_module_state(layers)
+
+    def loss(p):
+        return torch.func.functional_call(layers[0], p, (x,)).square().sum()
+
+    grads = torch.func.vmap(torch.func.grad(loss))(params)
+    expected = torch.autograd.grad(loss(dict(layers[0].named_parameters())),
+                                   layers[0].get_parameter(name))[0]
+    torch.testing.assert_close(grads[name][0], expected)

@@ -16,6 +16,12 @@ from mzlayers import (
     SetTransformer,
     Zonotope,
 )
+from mzlayers.mz_blocks import (
+    ZonotopeLayerNorm,
+    _fused_statistics,
+    _LayerNormWithRstd,
+    _norm_center,
+)
 
 from .helpers import ragged_batch, shuffle_sets
 
@@ -197,3 +203,39 @@ def test_generators_meet_the_centres_only_in_a_readout_that_reads_them(readout):
         assert all(not g.any() for n, g in path.items() if "mab1" in n)
     else:
         assert all(g is not None and g.any() for g in path.values())
+
+
+def test_block_norm_statistics_match_the_layer_norm():
+    # MZ-MAB's norms take 1 / sigma from torch.native_layer_norm (one function,
+    # first-order) where ZonotopeLayerNorm.center_and_rstd computes the variance again
+    norm = ZonotopeLayerNorm(C).double()
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+        norm.bias.uniform_(-1, 1)
+    c = torch.randn(11, C, dtype=torch.float64, requires_grad=True)
+    grads = [torch.randn(11, C, dtype=torch.float64), torch.randn(11, 1, dtype=torch.float64)]
+    def fused(c):
+        center, (rstd, _) = _norm_center(norm, c)
+        return center, rstd
+
+    assert _fused_statistics(c, norm.weight)
+    results = []
+    for run in (norm.center_and_rstd, fused):
+        center, rstd = run(c)
+        torch.autograd.backward([center, rstd], grads)
+        results.append([center, rstd, c.grad, norm.weight.grad, norm.bias.grad])
+        c.grad = norm.weight.grad = norm.bias.grad = None
+    for expected, got in zip(*results, strict=True):
+        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+    assert torch.autograd.gradcheck(
+        lambda c, w, b: _LayerNormWithRstd.apply(c, w, b, norm.eps),
+        (c[:4].detach().requires_grad_(), norm.weight.detach().requires_grad_(),
+         norm.bias.detach().requires_grad_()))
+
+
+def test_block_norm_statistics_stay_float32_under_low_precision():
+    norm = ZonotopeLayerNorm(C)
+    for c in (torch.randn(5, C).bfloat16(), torch.randn(5, C)):
+        with torch.autocast('cpu', dtype=torch.bfloat16):
+            center, (rstd, _) = _norm_center(norm, c)
+        assert rstd.dtype == torch.float32 and center.dtype == c.dtype

@@ -14,7 +14,7 @@ D, FF = H * C, 6
 @pytest.fixture
 def tiny_chunks(monkeypatch):
     r"""Chunks of one or two rows, so that every path crosses chunk borders."""
-    monkeypatch.setattr(generator_path, 'CHUNK_ELEMENTS', 2 * G * FF)
+    monkeypatch.setitem(generator_path.CHUNK_ELEMENTS, 'cpu', 2 * G * FF)
 
 
 def _double(*shape):

@@ -3,6 +3,7 @@ import torch
 from mzattn.bench.dispatch import count_ops
 
 from mzlayers.linear import Linear
+from tests.mzlayers.helpers import check_vmap_over_stacked_replicas
 
 GEN = torch.Generator().manual_seed(0)
 
@@ -59,17 +60,8 @@ def test_second_order_gradients():
 
 def test_runs_under_vmap_over_stacked_parameters():
     # mzattn.stacked: replicas as one module, torch.func.vmap over their parameters
-    layers = [twins()[1] for _ in range(3)]
-    params, _ = torch.func.stack_module_state(layers)
-    x = torch.randn(9, 16, generator=GEN)
-
-    def loss(p):
-        return torch.func.functional_call(layers[0], p, (x,)).square().sum()
-
-    grads = torch.func.vmap(torch.func.grad(loss))(params)
-    expected = torch.autograd.grad(loss(dict(layers[0].named_parameters())),
-                                   layers[0].weight)[0]
-    torch.testing.assert_close(grads['weight'][0], expected)
+    check_vmap_over_stacked_replicas([twins()[1] for _ in range(3)],
+                                     torch.randn(9, 16, generator=GEN), 'weight')
 
 
 def test_compiles_as_one_graph():

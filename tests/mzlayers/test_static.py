@@ -4,6 +4,7 @@ gradients, and ``torch.compile(model, fullgraph=True)`` traces it once per
 bucket (``aot_eager`` here; inductor behind ``slow``)."""
 import pytest
 import torch
+from torch_geometric.utils import scatter
 
 from mzlayers import MZSetTransformer, SetTransformer, bucket_batch, bucket_size
 from mzlayers.layout import SetLayout
@@ -63,6 +64,18 @@ def test_padded_layout_statistics_skip_the_padding():
     assert layout.sum(x).view(-1).tolist() == [4.0, 0.0]
     assert layout.nonempty.tolist() == [True, False]
     assert layout.counts == [3, 3]  # the padded widths: host sizes from shapes only
+
+
+@pytest.mark.parametrize('counts', [[4, 4, 4], [0, 0], [2, 3, 0]],
+                         ids=['equal', 'empty', 'ragged'])
+def test_layout_statistics_equal_pyg_scatter(counts):
+    # equal sizes reduce a [B, n] view, the rest scatters (torch_geometric.utils)
+    batch = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
+    layout = SetLayout(batch, len(counts), counts)
+    x = torch.randn(batch.numel(), 3, 2, dtype=torch.float64)
+    for reduce in ('mean', 'sum'):
+        expected = scatter(x, batch, dim=0, dim_size=len(counts), reduce=reduce)
+        torch.testing.assert_close(getattr(layout, reduce)(x), expected, rtol=1e-15, atol=0)
 
 
 def test_padded_input_errors():

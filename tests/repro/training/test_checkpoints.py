@@ -5,7 +5,7 @@ import os.path as osp
 
 import torch
 from mzattn.repro.training.cells import checkpoint_dir, run_cell
-from mzattn.repro.training.checkpoints import safe_load
+from mzattn.repro.training.checkpoints import mismatch, safe_load
 
 from tests.repro.core.test_faults import _cell, faulty_table
 
@@ -78,3 +78,22 @@ def test_a_checkpoint_of_another_model_is_set_aside_and_the_cell_restarts(tmp_pa
     err = capsys.readouterr().err
     assert "in the checkpoint; moved to" in err and "the cell restarts" in err
     assert glob.glob(last + ".mismatch-*")
+
+
+class _WithExtraState(torch.nn.Linear):
+    # like mzattn.stacked.StackedSeeds: a module whose state dict holds non-tensor extra state
+    def get_extra_state(self) -> dict:
+        return {"seeds": [0, 1, 2]}
+
+    def set_extra_state(self, state: dict) -> None:
+        pass
+
+
+def test_a_modules_extra_state_is_compared_by_kind_not_shape():
+    module = _WithExtraState(2, 3)
+    state = module.state_dict()
+    assert mismatch({"state_dict": state}, module) is None
+    assert mismatch({"state_dict": {**state, "_extra_state": torch.zeros(2)}}, module) == \
+        "_extra_state is a dict here, a Tensor in the checkpoint"
+    assert "weight has shape (3, 2) here, (2, 2)" in mismatch(
+        {"state_dict": {**state, "weight": torch.zeros(2, 2)}}, module)
