@@ -11,21 +11,28 @@ memory copies that :mod:`torch.profiler` records.
 The batch is 128 sets of U(10, 30) elements with 8 features (issue 34's
 step).  Rows ``+bf16`` run under bf16 autocast; rows ``+plain`` call the
 model with a plain PyG batch (the layout computed, with one host read, in
-the forward).
+the forward); on an accelerator, ``mz-full+cpu-chunks`` runs MZ-Full's
+generator path in CPU's fine row chunks instead of the device's coarse ones.
 """
 import argparse
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
+from unittest.mock import patch
 
 import torch
 from torch.profiler import ProfilerActivity, profile
+
+import mzlayers.generator_path as generator_path
 
 from .dispatch import count_host_syncs, count_ops
 from .measure import synchronize
 
 #: Models profiled with bf16 autocast and with a plain PyG batch as well.
 VARIANT_MODELS = ('standard', 'mz-full')
+#: Profiled on an accelerator once more with CPU's generator-path chunks.
+FINE_CHUNKS_MODEL = 'mz-full'
 NUM_SETS, MIN_SIZE, MAX_SIZE, FEATURES = 128, 10, 30, 8
 
 
@@ -106,17 +113,37 @@ def _cuda_counts(step, device, steps: int = 3) -> dict:
 
 def profile_models(names: list[str], device: torch.device, steps: int) -> Iterator[dict]:
     r"""The rows of :func:`profile_model` for :obj:`names` and the variants
-    of :obj:`VARIANT_MODELS`, one by one; a model that fails gets a row
-    with its error."""
+    of :obj:`VARIANT_MODELS`, one by one, and on an accelerator
+    :func:`fine_chunks_row`; a model that fails gets a row with its error."""
     data = make_batch(device)
     jobs = [(n, {}) for n in names] + [(n, v) for n in VARIANT_MODELS if n in names
                                        for v in ({'bf16': True}, {'plain': True})]
     for name, variant in jobs:
-        try:
-            yield profile_model(name, device, data, steps, **variant)
-        except Exception as error:  # noqa: BLE001 - reported in the JSON, the rest still run
-            yield {'model': name + ''.join(f'+{k}' for k in variant),
-                   'error': f'{type(error).__name__}: {error}'[:300]}
+        yield _row_or_error(name + ''.join(f'+{k}' for k in variant),
+                            partial(profile_model, name, device, data, steps, **variant))
+    if device.type != 'cpu' and FINE_CHUNKS_MODEL in names:
+        yield _row_or_error(f'{FINE_CHUNKS_MODEL}+cpu-chunks',
+                            partial(fine_chunks_row, device, data, steps))
+
+
+def fine_chunks_row(device: torch.device, data: dict, steps: int,
+                    budget: int | None = None) -> dict:
+    r""":obj:`FINE_CHUNKS_MODEL`'s row with the generator path's chunk
+    budget on :obj:`device` set to :obj:`budget` elements (default: CPU's,
+    :obj:`mzlayers.generator_path.CHUNK_ELEMENTS`): on an accelerator, the
+    launches that CPU's fine chunks cost beside the default's coarse ones
+    (``docs/benchmarks.md``, "Chunks: memory against launches")."""
+    budget = generator_path.CHUNK_ELEMENTS['cpu'] if budget is None else budget
+    with patch.dict(generator_path.CHUNK_ELEMENTS, {device.type: budget}):
+        row = profile_model(FINE_CHUNKS_MODEL, device, data, steps)
+    return row | {'model': f'{FINE_CHUNKS_MODEL}+cpu-chunks'}
+
+
+def _row_or_error(model: str, run: Callable[[], dict]) -> dict:
+    try:
+        return run()
+    except Exception as error:  # noqa: BLE001 - reported in the JSON, the rest still run
+        return {'model': model, 'error': f'{type(error).__name__}: {error}'[:300]}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,7 +2,9 @@
 import json
 
 import torch
-from mzattn.bench.step_profile import main, make_batch, profile_model
+from mzattn.bench.step_profile import fine_chunks_row, main, make_batch, profile_model
+
+import mzlayers.generator_path as generator_path
 
 
 def test_a_row_counts_ops_and_no_syncs_given_the_layout():
@@ -27,3 +29,15 @@ def test_cli_writes_json_and_reports_a_failing_model(tmp_path, monkeypatch):
     result = json.loads(out.read_text())
     assert result['suite'] == 'step_profile' and result['device'] == 'cpu'
     assert result['rows'] == [{'model': 'deep-sets', 'error': 'RuntimeError: boom'}]
+
+
+def test_fine_chunks_row_runs_the_generator_path_in_more_chunks(monkeypatch):
+    # CPU playing an accelerator: its default budget made coarse, as CUDA's
+    monkeypatch.setitem(generator_path.CHUNK_ELEMENTS, 'cpu',
+                        generator_path.CHUNK_ELEMENTS['cuda'])
+    device, data = torch.device('cpu'), make_batch(torch.device('cpu'), num_sets=16)
+    coarse = profile_model('mz-full', device, data, steps=1)
+    fine = fine_chunks_row(device, data, steps=1, budget=2**12)
+    assert fine['model'] == 'mz-full+cpu-chunks' and fine['params'] == coarse['params']
+    assert fine['aten_ops'] > 2 * coarse['aten_ops']
+    assert generator_path.CHUNK_ELEMENTS['cpu'] == generator_path.CHUNK_ELEMENTS['cuda']
