@@ -8,8 +8,9 @@ all made one MZ-ISAB forward + backward take 8.6--10x the peak memory of a
 standard ISAB (issue 34).  The generator path after the attention weights is
 cheap, row-wise arithmetic given a few small centre-path quantities (the
 gates :math:`\gamma`, the layer-norm scales), so :func:`budgeted_generators`
-saves the attention output (which the centre path keeps anyway) and the
-small inputs once, and recomputes everything else in backward, in chunks of
+saves the attention output and the small inputs once (and, given
+:obj:`consume`, writes the output's gradient over the output), and
+recomputes everything else in backward, in chunks of
 :obj:`CHUNK_ELEMENTS`-sized rows, so that the recomputation never holds a
 whole :obj:`[N, n_g, d_{ff}]` intermediate either:
 
