@@ -8,8 +8,9 @@ all made one MZ-ISAB forward + backward take 8.6--10x the peak memory of a
 standard ISAB (issue 34).  The generator path after the attention weights is
 cheap, row-wise arithmetic given a few small centre-path quantities (the
 gates :math:`\gamma`, the layer-norm scales), so :func:`budgeted_generators`
-saves the attention output (which the centre path keeps anyway) and the
-small inputs once, and recomputes everything else in backward, in chunks of
+saves the attention output and the small inputs once (and, given
+:obj:`consume`, writes the output's gradient over the output), and
+recomputes everything else in backward, in chunks of
 :obj:`CHUNK_ELEMENTS`-sized rows (a budget per device type: fine on CPU,
 coarse on GPUs, whose steps are launch-bound), so that the recomputation
 never holds a whole :obj:`[N, n_g, d_{ff}]` intermediate either:
@@ -46,7 +47,7 @@ from torch.autograd.function import FunctionCtx, once_differentiable
 #: compute-bound: chunks of 256 KiB (float32) cost MZ-Full's step at the
 #: step profile's batch (128 sets) 35,265 operators against 3,277 in one
 #: chunk, for about the same time (538 against 519 ms), and keep MZ-ISAB at
-#: 2.8x an ISAB's memory instead of 8.2x (docs/benchmarks.md).  A GPU step
+#: 2.4x an ISAB's memory instead of 8.0x (docs/benchmarks.md).  A GPU step
 #: is launch-bound: there a call is chunked only when its intermediates pass
 #: 2^24 elements (64 MiB in float32), where a chunk's arithmetic outweighs
 #: its launches.  Other accelerators take the CUDA budget.
@@ -321,11 +322,12 @@ def _tail_backward_rows(grad: Tensor, rows: slice, update: Tensor, tail: Generat
 
 
 def _update_backward_rows(grad: Tensor, agg: Tensor, params: tuple[Tensor, ...],
-                          mixed: tuple[Tensor, ...], flat: Tensor
+                          mixed: tuple[Tensor, ...], flat: Tensor, out: Tensor | None
                           ) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
     r"""The backward of :math:`O^G` on a chunk of rows (:obj:`mixed` from
     :func:`_mixed` on the chunk's attention outputs :obj:`agg`, :obj:`flat`
-    from :func:`_update`): the gradients of :obj:`agg` and the gates
+    from :func:`_update`): the gradients of :obj:`agg` (written into
+    :obj:`out` when given, after the last read of :obj:`agg`) and the gates
     :obj:`[n, H, L]`, and the chunk's parts of the gradients of :math:`M_c,
     M_l, W_{\mathrm{mix}}, \mathbf{W}_O`."""
     Mc, Ml, mix, weight = params
@@ -344,15 +346,16 @@ def _update_backward_rows(grad: Tensor, agg: Tensor, params: tuple[Tensor, ...],
     g_ml = torch.bmm(g_mlc.transpose(1, 2), c).view(H, L, C, C)
     g_c = torch.bmm(g_mlc, Ml.flatten(1, 2))  # [H, n, C]
     g_agg = torch.cat([g_c.transpose(0, 1).unsqueeze(2),
-                       g_A.view(H, n, G, C).transpose(0, 1)], dim=2)
+                       g_A.view(H, n, G, C).transpose(0, 1)], dim=2, out=out)
     return (g_agg, (g_gated * mlc).sum(-1).transpose(0, 1), (g_mc, g_ml, g_mix, g_weight))
 
 
 def _backward_rows(grad: Tensor, rows: slice, agg: Tensor, gates: Tensor,
-                   params: tuple[Tensor, ...], tail: GeneratorTail | None
+                   params: tuple[Tensor, ...], tail: GeneratorTail | None, overwrite: bool
                    ) -> tuple[list, list]:
     r"""The whole backward on a chunk of rows: the rows' gradients (of
-    :obj:`agg`, :obj:`gates`, the residual, :math:`1 / \sigma_1` and
+    :obj:`agg`, written over the rows of :obj:`agg` when :obj:`overwrite`,
+    :obj:`gates`, the residual, :math:`1 / \sigma_1` and
     :math:`1 / \sigma_2`, :obj:`None` where absent; that of a residual of
     learned queries summed over the chunk's sets), and the chunk's parts of
     the parameters' gradients (:math:`M_c, M_l, W_{\mathrm{mix}},
@@ -369,7 +372,8 @@ def _backward_rows(grad: Tensor, rows: slice, agg: Tensor, gates: Tensor,
         M = tail.residual.size(0)
         g_res = grad if M == N else grad.view(grad.size(0) // M, M, *grad.shape[1:]).sum(0)
         row_grads, tail_sums = [g_res, g_rstd1, g_rstd2], [g_nw1, g_nw2, *ffn_sums]
-    g_agg, g_gates, update_sums = _update_backward_rows(grad, agg, params, mixed, flat)
+    g_agg, g_gates, update_sums = _update_backward_rows(grad, agg, params, mixed, flat,
+                                                        agg if overwrite else None)
     return [g_agg, g_gates, *row_grads], [*update_sums, *tail_sums]
 
 
@@ -378,10 +382,11 @@ def _backward_rows(grad: Tensor, rows: slice, agg: Tensor, gates: Tensor,
 class _GeneratorPath(torch.autograd.Function):
     @staticmethod
     def forward(ctx, agg: Tensor, gates: Tensor, matrix_center: Tensor,
-                matrix_generators: Tensor, mix: Tensor, weight: Tensor,
+                matrix_generators: Tensor, mix: Tensor, weight: Tensor, consume: bool,
                 *tail: Tensor | None) -> Tensor:
         ctx.device_type = agg.device.type
         ctx.autocast = _autocast_state(agg.device.type)
+        ctx.consume = consume
         ctx.save_for_backward(agg, gates, matrix_center, matrix_generators, mix, weight,
                               *tail)
         params = (matrix_center, matrix_generators, mix, weight)
@@ -395,24 +400,29 @@ class _GeneratorPath(torch.autograd.Function):
         agg, gates, Mc, Ml, mix, weight, *tail = ctx.saved_tensors
         tail = None if tail[-1] is None else GeneratorTail(*tail)
         shared = tail is not None and tail.residual.size(0) < agg.size(0)
+        # the gradient of agg over agg itself, unless a later backward of
+        # the same graph (retain_graph) reads agg again
+        overwrite = (ctx.consume and ctx.needs_input_grad[0]
+                     and not torch._C._autograd._get_current_graph_task_keep_graph())
         sums = [None] * 9  # of M_c, M_l, W_mix, W_O, w_1, w_2 (norms), W_1, W_2, residual
 
         def rows_backward(rows):
             row_grads, chunk_sums = _backward_rows(_take(grad, rows), rows, agg, gates,
-                                                   (Mc, Ml, mix, weight), tail)
+                                                   (Mc, Ml, mix, weight), tail, overwrite)
             if shared:  # a learned query's residual: a sum over the chunks
                 chunk_sums.append(row_grads[2])
                 row_grads[2] = None
-            row_grads = [g if ctx.needs_input_grad[i] else None  # no buffers for those
-                         for g, i in zip(row_grads, (0, 1, 6, 7, 9), strict=True)]
+            row_grads = [g if ctx.needs_input_grad[i] and not (i == 0 and overwrite) else None
+                         for g, i in zip(row_grads, (0, 1, 7, 8, 10), strict=True)]
             sums[:] = _accumulate(sums, tuple(chunk_sums) + (None,) * (9 - len(chunk_sums)))
-            return row_grads
+            return row_grads  # no buffers for those that are None
 
         with _replay_autocast(ctx):
             g_agg, g_gates, g_res, g_rstd1, g_rstd2 = _join_rows(
                 _chunks(agg, mix, tail), agg.size(0), rows_backward)
+        g_agg = agg if overwrite else g_agg
         g_res = sums[8] if shared else g_res
-        grads = (g_agg, g_gates, *sums[:4], g_res, g_rstd1, sums[4], g_rstd2, sums[5],
+        grads = (g_agg, g_gates, *sums[:4], None, g_res, g_rstd1, sums[4], g_rstd2, sums[5],
                  *sums[6:8])
         return tuple(g if need else None
                      for g, need in zip(grads, ctx.needs_input_grad, strict=True))
@@ -420,14 +430,17 @@ class _GeneratorPath(torch.autograd.Function):
 
 def budgeted_generators(agg: Tensor, gates: Tensor, matrix_center: Tensor,
                         matrix_generators: Tensor, mix: Tensor, weight: Tensor,
-                        tail: GeneratorTail | None = None) -> Tensor:
+                        tail: GeneratorTail | None = None, *, consume: bool = False) -> Tensor:
     r"""The generator rows of MZ attention after the attention weights
     (Eq. 3): per head :math:`h`, :math:`O^{G,(h)} = \hat G^{(h)}
     M_c^{(h)\top} + W_{\mathrm{mix}}^{(h)} \mathrm{stack}_l[\gamma_l^{(h)}
     M_l^{(h)} \hat{\mathbf{c}}^{(h)}]`, heads concatenated and mapped by
     :math:`\mathbf{W}_O` (no bias), followed by :obj:`tail` when given (the
     rest of an MZ-MAB, :class:`GeneratorTail`).  Backward keeps :obj:`agg`
-    and the small inputs only and recomputes the rest in row chunks.
+    and the small inputs only and recomputes the rest in row chunks; with
+    :obj:`consume`, it writes the gradient of :obj:`agg` over :obj:`agg`,
+    chunk by chunk after the chunk's last read, so that the attention
+    output and its gradient never take memory side by side.
 
     Args:
         agg (torch.Tensor): Attention outputs :obj:`[N, H, 1 + n_g, C]`,
@@ -440,6 +453,12 @@ def budgeted_generators(agg: Tensor, gates: Tensor, matrix_center: Tensor,
         weight (torch.Tensor): :math:`\mathbf{W}_O`, :obj:`[d, H C]`.
         tail (GeneratorTail, optional): The rest of an MZ-MAB on the
             generators. (default: :obj:`None`)
+        consume (bool, optional): Backward may overwrite :obj:`agg`: nothing
+            else reads it after this call (e.g. the output of a checkpointed
+            attention, whose backward recomputes its own).  Not under
+            :func:`torch.compile`, and not in a backward that keeps the
+            graph (:obj:`retain_graph=True`), which may read :obj:`agg`
+            again. (default: :obj:`False`)
 
     Returns:
         torch.Tensor: :obj:`[N, n_g, d]`.
@@ -447,8 +466,9 @@ def budgeted_generators(agg: Tensor, gates: Tensor, matrix_center: Tensor,
     if in_transform():
         return _path_rows(slice(0, agg.size(0)), agg, gates,
                           (matrix_center, matrix_generators, mix, weight), tail)
+    consume = consume and not torch.compiler.is_compiling()
     return _GeneratorPath.apply(agg, gates, matrix_center, matrix_generators, mix, weight,
-                                *(tail or (None,) * len(GeneratorTail._fields)))
+                                consume, *(tail or (None,) * len(GeneratorTail._fields)))
 
 
 def generator_tail(update: Tensor, tail: GeneratorTail) -> Tensor:

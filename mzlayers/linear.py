@@ -44,13 +44,26 @@ class Linear(torch.nn.Linear):
         - **output:** :obj:`[*, o]`
     """
     def forward(self, x: Tensor) -> Tensor:
-        if not torch.is_grad_enabled() or torch._C._are_functorch_transforms_active():
-            return F.linear(x, self.weight, self.bias)
-        x, weight, bias = autocast_operands(x, self.weight, self.bias)
-        if x.dim() == 2:
-            return _LinearFunction.apply(x, weight, bias)
-        out = _LinearFunction.apply(x.reshape(-1, x.size(-1)), weight, bias)
-        return out.view(*x.shape[:-1], out.size(-1))
+        return linear(x, self.weight, self.bias)
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    r""":func:`torch.nn.functional.linear` with the backward of
+    :class:`Linear`, for a weight that is not a layer's own parameter (e.g.
+    a product of two).
+
+    Shapes:
+        - **input:** :obj:`x` :obj:`[*, i]`, :obj:`weight` :obj:`[o, i]`,
+          :obj:`bias` :obj:`[o]`
+        - **output:** :obj:`[*, o]`
+    """
+    if not torch.is_grad_enabled() or torch._C._are_functorch_transforms_active():
+        return F.linear(x, weight, bias)
+    x, weight, bias = autocast_operands(x, weight, bias)
+    if x.dim() == 2:
+        return _LinearFunction.apply(x, weight, bias)
+    out = _LinearFunction.apply(x.reshape(-1, x.size(-1)), weight, bias)
+    return out.view(*x.shape[:-1], out.size(-1))
 
 
 def autocast_operands(*tensors: Tensor | None) -> tuple[Tensor | None, ...]:

@@ -7,6 +7,7 @@ from torch.utils.checkpoint import checkpoint
 
 from mzlayers.generator_path import GeneratorTail, budgeted_generators, in_transform
 from mzlayers.layout import SetLayout
+from mzlayers.linear import linear
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.summary import SetSummary
 from mzlayers.zonotope import Zonotope
@@ -136,14 +137,17 @@ class MZMultiheadAttention(MultiheadSetAttention):
         :meth:`generators` maps to the generator output."""
         x, y = Zonotope.wrap(x, self.num_generators), Zonotope.wrap(y, self.num_generators)
         H, C, G = self.heads, self.head_channels, self.num_generators
-        q, k = self.queries_keys(x, y)
-        args = (q, k, y.center, y.generators, key_layout, query_layout)
+        args = (x.center, x.generators, y.center, y.generators, key_layout, query_layout)
         if torch.is_grad_enabled() and not (torch.compiler.is_compiling() or in_transform()):
-            # eager: backward recomputes the values and the attention (the
-            # values are (1 + n_g) d wide per key); compiled graphs leave the
-            # choice to the compiler's partitioner, torch.func transforms
-            # (mzattn.stacked) store them; no metadata check, which
-            # cannot read the sizes of the nested backend's tensors
+            # eager: backward recomputes the queries, keys and values and the
+            # attention (the values are (1 + n_g) d wide per key) from the
+            # zonotopes, which the block keeps anyway; nothing but the
+            # generator path keeps the attention output, whose memory its
+            # backward reuses for the output's gradient (generators).
+            # Compiled graphs leave the choice to the compiler's partitioner,
+            # torch.func transforms (mzattn.stacked) store them; no metadata
+            # check, which cannot read the sizes of the nested backend's
+            # tensors
             out = checkpoint(self._attend_zonotopes, *args, use_reentrant=False,
                              determinism_check='none')
         else:
@@ -155,17 +159,34 @@ class MZMultiheadAttention(MultiheadSetAttention):
             gamma = gamma.repeat_interleave(x.center.size(0), dim=0)
         else:
             gamma = gamma[query_layout.batch]
-        center = torch.bmm(agg[:, :, 0].transpose(0, 1),  # M_c c, one bmm over heads
-                           self.matrix_center.transpose(1, 2)).transpose(0, 1)  # [N_q, H, C]
-        return self.lin_o(center.flatten(-2)), agg, gamma
+        return self._center_output(agg), agg, gamma
 
-    def _attend_zonotopes(self, q: Tensor, k: Tensor, y_center: Tensor, y_generators: Tensor,
-                          key_layout: SetLayout, query_layout: SetLayout | None) -> Tensor:
-        r"""The attention of queries :obj:`q` to keys :obj:`k` over the values
-        :math:`(\mathbf{W}_V \mathbf{c}_j + \mathbf{b}_V, G_j
-        \mathbf{W}_V^{\top})` of the key zonotopes, centre and generators of
-        a head side by side: :obj:`[N_q, H, (1 + n_g) d_k]`."""
-        v = Zonotope(y_center, y_generators).linear_map(self.lin_v.weight, self.lin_v.bias)
+    def _center_output(self, agg: Tensor) -> Tensor:
+        r"""The centre output :math:`\mathbf{W}_O \Vert_h M_c^{(h)}
+        \hat{\mathbf{c}}^{(h)} + \mathbf{b}_O` :obj:`[N_q, d]` of attention
+        outputs :obj:`agg` as one linear map of :math:`\Vert_h
+        \hat{\mathbf{c}}^{(h)}` with the weight :math:`\mathbf{W}_O
+        \operatorname{diag}_h(M_c^{(h)})`: backward keeps that copy of the
+        centres, and no view of :obj:`agg` (the generator path writes its
+        gradient over :obj:`agg`) nor the heads' products."""
+        H, C = self.heads, self.head_channels
+        weight = self.lin_o.weight  # W_O diag_h(M_c): [d, H, C] x M_c per head, one bmm
+        weight = torch.bmm(weight.view(-1, H, C).transpose(0, 1), self.matrix_center)
+        c = agg[:, :, 0].clone(memory_format=torch.contiguous_format)  # a copy, always
+        c = c.view(-1, H * C)  # [N_q, H C]
+        return linear(c, weight.transpose(0, 1).reshape(-1, H * C), self.lin_o.bias)
+
+    def _attend_zonotopes(self, x_center: Tensor, x_generators: Tensor, y_center: Tensor,
+                          y_generators: Tensor, key_layout: SetLayout,
+                          query_layout: SetLayout | None) -> Tensor:
+        r"""The attention of the query zonotopes :math:`X` to the key
+        zonotopes :math:`Y` (scores from :meth:`queries_keys`) over the
+        values :math:`(\mathbf{W}_V \mathbf{c}_j + \mathbf{b}_V, G_j
+        \mathbf{W}_V^{\top})` of :math:`Y`, centre and generators of a head
+        side by side: :obj:`[N_q, H, (1 + n_g) d_k]`."""
+        y = Zonotope(y_center, y_generators)
+        q, k = self.queries_keys(Zonotope(x_center, x_generators), y)
+        v = y.linear_map(self.lin_v.weight, self.lin_v.bias)
         v_c = self.split_heads(v.center).unsqueeze(2)  # [N, H, 1, C]
         v_g = self.split_heads(v.generators).transpose(1, 2)  # [N, H, n_g, C]
         values = torch.cat([v_c, v_g], dim=2).flatten(2)  # [N, H, (1 + n_g) C]
@@ -176,9 +197,12 @@ class MZMultiheadAttention(MultiheadSetAttention):
         r"""The generator output :obj:`[N_q, n_g, d]` of attention outputs
         :obj:`agg` and :obj:`gates` (from :meth:`aggregate`), followed by the
         rest of an MZ-MAB's generator path when :obj:`tail` is given
-        (:func:`~mzlayers.generator_path.budgeted_generators`)."""
+        (:func:`~mzlayers.generator_path.budgeted_generators`).  Its
+        backward writes the gradient of :obj:`agg` over :obj:`agg`, which
+        nothing else keeps (:meth:`aggregate` recomputes its attention in
+        backward, and its centre output a copy of the centres)."""
         return budgeted_generators(agg, gates, self.matrix_center, self.matrix_generators,
-                                   self.mix, self.lin_o.weight, tail)
+                                   self.mix, self.lin_o.weight, tail, consume=True)
 
     def forward(self, x: Zonotope | Tensor, y: Zonotope | Tensor,
                 key_layout: SetLayout,

@@ -100,6 +100,65 @@ def test_generator_path_with_tail_matches_plain_autograd(tiny_chunks, residual_r
     _assert_matches_reference(_path, _path_reference, _path_inputs(N, residual_rows))
 
 
+@pytest.mark.parametrize('chunks', ['one', 'several'])
+def test_consumed_attention_output_holds_its_gradient(monkeypatch, chunks):
+    # consume=True: the same values and gradients, and backward writes the
+    # gradient of agg over agg (no second buffer of its size)
+    if chunks == 'several':
+        monkeypatch.setitem(generator_path.CHUNK_ELEMENTS, 'cpu', 2 * G * FF)
+    inputs = _path_inputs(N, 1)
+    results = []
+    for consume in (False, True):
+        agg = inputs[0] * 1  # a non-leaf, as an attention output is
+        out = budgeted_generators(agg, *inputs[1:6], GeneratorTail(*inputs[6:]),
+                                  consume=consume)
+        grads = torch.autograd.grad(out, inputs, torch.ones_like(out), allow_unused=True)
+        results.append((out, grads, agg))
+    (out, grads, agg), (out_c, grads_c, agg_c) = results
+    torch.testing.assert_close(out_c, out, atol=1e-12, rtol=0)
+    for a, b in zip(grads_c, grads, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+    torch.testing.assert_close(agg, inputs[0], atol=0, rtol=0)  # kept without consume
+    torch.testing.assert_close(agg_c, grads[0], atol=0, rtol=0)  # its gradient now
+
+
+def test_consumed_attention_output_survives_a_retained_graph(tiny_chunks):
+    # a backward that keeps the graph leaves agg as it was: a second one
+    # reads it again and gives the same gradients
+    inputs = _path_inputs(N, N)
+    agg = inputs[0] * 1
+    out = budgeted_generators(agg, *inputs[1:6], GeneratorTail(*inputs[6:]), consume=True)
+    first = torch.autograd.grad(out.sum(), inputs, retain_graph=True)
+    torch.testing.assert_close(agg, inputs[0], atol=0, rtol=0)
+    second = torch.autograd.grad(out.sum(), inputs)
+    for a, b in zip(first, second, strict=True):
+        torch.testing.assert_close(a, b, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize('dropout', [0.0, 0.3])
+@pytest.mark.parametrize('backend', ['segment', 'dense'])
+def test_blocks_match_plain_autograd(tiny_chunks, backend, dropout):
+    # the whole MZ-ISAB in training mode (its attention recomputed in
+    # backward, the generator path writing its gradient over the attention
+    # output) against the generator path as plain autograd; with dropout,
+    # the recomputation draws the forward's masks
+    torch.manual_seed(0)
+    block = MZISAB(D, 2, heads=H, num_generators=G, num_matrix_generators=L, ff_channels=FF,
+                   dropout=dropout, backend=backend).double().train()
+    x = Zonotope(torch.randn(5, D, dtype=torch.float64),
+                 0.3 * torch.randn(5, G, D, dtype=torch.float64))
+    batch = torch.tensor([0, 0, 2, 2, 2])
+    results = []
+    for custom in (True, False):
+        block.zero_grad()
+        torch.manual_seed(1)
+        out = block(x, batch, 3) if custom else _plain(block, x, batch)
+        (out.center.sin().sum() + out.generators.cos().sum()).backward()
+        results.append([out.center, out.generators] + [p.grad for p in block.parameters()])
+    for a, b in zip(*results, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+
+
 _GENERATOR_PATH_PARAMETERS = ('matrix_', 'mix', 'lin_o.weight', 'lin_gate',
                               'ffn.generators', 'norm', 'induced', 'seeds')
 
@@ -145,7 +204,7 @@ def test_matches_plain_autograd_under_autocast(tiny_chunks):
         torch.testing.assert_close(a, b, atol=5e-2, rtol=5e-2)
 
 
-def _plain_path(*inputs):
+def _plain_path(*inputs, consume=False):
     out = _budgeted_reference(*inputs[:6])
     return out if inputs[6] is None else _tail_reference(inputs[6][0], out, *inputs[6][1:])
 
