@@ -6,8 +6,9 @@
 #   bash bench/gpu_check.sh [OUTDIR] [cuda|cpu]     (make gpu-check: OUTDIR = bench/results)
 #
 # GPU_CHECK_STAGES=tests_cuda,step_profile runs only the stages it names (a loan with little
-# time left); the others are recorded as skipped. The `seeds` stage (seeds stacked against one
-# after another and against the pool, 120 s) runs only when named: GPU_CHECK_STAGES=seeds.
+# time left); the others are recorded as skipped. Two stages run only when named: `seeds`
+# (seeds stacked against one after another and against the pool, 120 s) and `compile` (eager
+# against --compile's CUDA graphs, 300 s): GPU_CHECK_STAGES=seeds,compile.
 # writes OUTDIR/gpu_check_<device>.json (e.g. gpu_check_nvidia-h200.json) and the logs and raw
 # suite outputs under OUTDIR/gpu_check_<device>/.  With `cpu` it runs the CPU-capable parts at
 # a small size (about three minutes on our shared 2-core VM) and says which CUDA parts it skipped.
@@ -57,6 +58,10 @@ if [ "$DEVICE" = cuda ]; then
   stage table30 80 "$PY" -m mzattn.repro bench --suites table30 --device cuda --repeats 5 --out "$W"
   stage cell 60 "$PY" -m mzattn.repro table3 --profile full --device cuda --columns d=8 \
     --models standard --seeds 1 --jobs 1 --cells-per-gpu 1 --threads 1 --out "$W/cell" --no-progress
+  # issue 34, item 3: eager against --compile's static path with CUDA graphs, the measurement
+  # that decides --compile's default on CUDA (compiling takes most of the stage)
+  opt_in compile 300 "$PY" -m mzattn.bench.compiled --harness --device cuda \
+    --models standard,mz-full --sets 128 --repeats 10 --out "$W/compiled.json"
   # issue 34, item 6: seeds stacked against one after another and against K workers on the GPU
   opt_in seeds 120 "$PY" -m mzattn.bench.stacked_seeds --device cuda \
     --models deep-sets,standard,mz-full --seeds 3 --steps 10 --repeats 3 --threads 1 \

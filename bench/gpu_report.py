@@ -10,8 +10,8 @@ r"""The JSON and the Markdown of the GPU check (:file:`bench/gpu_check.sh`).
 :func:`collect` gathers what the check's stages left in :obj:`FOLDER`
 (:file:`stages.tsv`, the tests' JUnit XML, :file:`step_profile.json`, the
 suites' JSON, the cell's epoch log, the seeds stage's
-:file:`stacked_seeds.json`) into one JSON; :func:`render` makes the
-Markdown that :file:`docs/benchmarks.md` shows between its
+:file:`stacked_seeds.json`, the compile stage's :file:`compiled.json`) into
+one JSON; :func:`render` makes the Markdown that :file:`docs/benchmarks.md` shows between its
 :obj:`BEGIN` and :obj:`END` markers.
 """
 import argparse
@@ -84,7 +84,8 @@ def collect(folder: str) -> dict:
             'step_profile': _json(os.path.join(folder, 'step_profile.json')),
             'suites': {name: _json(os.path.join(folder, f'{name}.json')) for name in SUITES},
             'cell': _cell(folder),
-            'stacked_seeds': _json(os.path.join(folder, 'stacked_seeds.json'))}
+            'stacked_seeds': _json(os.path.join(folder, 'stacked_seeds.json')),
+            'compiled': _json(os.path.join(folder, 'compiled.json'))}
 
 
 def _fmt(value, digits: int = 1) -> str:
@@ -115,7 +116,20 @@ def render(result: dict) -> str:
                   f"stage's limit, median {_fmt(cell['median_epoch_s'], 2)} s/epoch."]
     if result.get('stacked_seeds'):
         lines += ['', _seeds_table(result['stacked_seeds'])]
+    if result.get('compiled'):
+        lines += ['', _compiled_table(result['compiled'])]
     return '\n'.join(lines)
+
+
+def _compiled_table(compiled: dict) -> str:
+    # the `compile` stage: the harness's eager step against --compile's CUDA graphs
+    head = (f"`--compile` ({compiled['sets']} sets; median seconds of one training step):\n\n"
+            "| model | eager | compiled | speedup | compile time (s) |\n"
+            "| --- | --- | --- | --- | --- |")
+    body = [f"| {model} | {_fmt(row['eager_s'], 4)} | {_fmt(row['compiled_s'], 4)} | "
+            f"{row['speedup']:.2f}× | {_fmt(row['compile_s'], 1)} |"
+            for model, row in compiled['rows'].items()]
+    return '\n'.join([head] + body)
 
 
 def _seeds_table(seeds: dict) -> str:

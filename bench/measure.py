@@ -115,10 +115,11 @@ def _loss(out) -> torch.Tensor:
                for t in parts)
 
 
-def train_step(model: torch.nn.Module, inputs: tuple) -> Callable[[], None]:
-    r"""One forward + backward of :obj:`model` (gradients discarded)."""
+def train_step(model: torch.nn.Module, inputs: tuple, **kwargs) -> Callable[[], None]:
+    r"""One forward + backward of :obj:`model` on :obj:`inputs` (and keyword
+    arguments :obj:`kwargs`), gradients discarded."""
     def step():
-        _loss(model(*inputs)).backward()
+        _loss(model(*inputs, **kwargs)).backward()
         model.zero_grad(set_to_none=True)
     return step
 

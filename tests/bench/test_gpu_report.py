@@ -64,6 +64,16 @@ def test_the_seeds_stage_is_collected_and_rendered(check_folder):
     assert '| standard | 1.50 | 3.00 | 2.25 | 2.00× | 1.50× |' in text
 
 
+def test_the_compile_stage_is_collected_and_rendered(check_folder):
+    compiled = {'suite': 'compiled-harness', 'sets': 128, 'rows': {'mz-full': {
+        'compile_s': 95.25, 'eager_s': 0.0712, 'compiled_s': 0.0089, 'speedup': 8.0}}}
+    assert collect(str(check_folder))['compiled'] is None  # an opt-in stage
+    (check_folder / 'compiled.json').write_text(json.dumps(compiled))
+    text = render(collect(str(check_folder)))
+    assert '`--compile` (128 sets; median seconds of one training step)' in text
+    assert '| mz-full | 0.0712 | 0.0089 | 8.00× | 95.2 |' in text
+
+
 def test_cli_writes_the_json_and_splices_the_readme(check_folder, tmp_path):
     out, readme = tmp_path / 'check.json', tmp_path / 'README.md'
     main(['collect', str(check_folder), '--out', str(out)])
