@@ -74,6 +74,7 @@ else
   skip table30 'CPU numbers: make bench'
   skip cell 'a paper-protocol cell on CPU takes hours'
   skip seeds 'CPU numbers: python -m mzattn.bench.stacked_seeds'
+  skip compile 'CPU numbers: python -m mzattn.bench.compiled --harness'
 fi
 "$PY" -m mzattn.bench.gpu_report collect "$W" --out "$OUT/gpu_check_$SLUG.json"
 echo "=== [$(( $(date +%s) - T0 ))s] done: $OUT/gpu_check_$SLUG.json" | tee -a "$LOG"
