@@ -248,12 +248,10 @@ def _heads_last(m: Tensor) -> Tensor:
     return m.permute(1, 2, 0, 3).reshape(n * G, H * C)
 
 
-def _update(m: Tensor, weight: Tensor) -> tuple[Tensor, Tensor]:
+def _update(m: Tensor, weight: Tensor) -> Tensor:
     r"""The generator output :math:`O^G` :obj:`[n, n_g, d]` of the mixed
-    heads :obj:`m` :obj:`[H, n, n_g, C]`, and the heads concatenated
-    :obj:`[n n_g, H C]` that it maps."""
-    flat = _heads_last(m)
-    return (flat @ weight.t()).view(m.size(1), m.size(2), weight.size(0)), flat
+    heads :obj:`m` :obj:`[H, n, n_g, C]`."""
+    return (_heads_last(m) @ weight.t()).view(m.size(1), m.size(2), weight.size(0))
 
 
 def _residual_rows(rows: slice, residual: Tensor, num_rows: int) -> Tensor:
@@ -282,7 +280,7 @@ def _path_rows(rows: slice, agg: Tensor, gates: Tensor, params: tuple[Tensor, ..
                tail: GeneratorTail | None) -> Tensor:
     r"""The path's output on rows :obj:`rows`, :obj:`[n, n_g, d]`."""
     Mc, Ml, mix, weight = params  # the generator output O^G of the rows, [n, n_g, d]
-    update = _update(_mixed(_take(agg, rows), _take(gates, rows), Mc, Ml, mix)[0], weight)[0]
+    update = _update(_mixed(_take(agg, rows), _take(gates, rows), Mc, Ml, mix)[0], weight)
     return update if tail is None else _tail_output_rows(rows, update, tail, agg.size(0))
 
 
@@ -296,25 +294,35 @@ def _tail_output_rows(rows: slice, update: Tensor, tail: GeneratorTail, num_rows
 
 # Backward, on a chunk of rows ################################################
 
-def _tail_backward_rows(grad: Tensor, rows: slice, update: Tensor, tail: GeneratorTail,
-                        num_rows: int) -> tuple[Tensor, tuple]:
-    r"""The tail's backward on output rows :obj:`rows`: the gradient of
-    :math:`R` (that is, of :math:`O^G` and of the residual)
-    :obj:`[n, n_g, d]`, and the row gradients of both scales :obj:`[n, d]`
-    (:obj:`None` without the norm) and the chunk's parts of the gradients of
-    :math:`W_1, W_2`."""
+def _tail_backward_rows(grad: Tensor, rows: slice, flat: Tensor, weight: Tensor,
+                        tail: GeneratorTail, num_rows: int) -> tuple[Tensor, tuple]:
+    r"""The tail's backward on output rows :obj:`rows`, given the chunk's
+    concatenated heads :obj:`flat` :obj:`[n n_g, H C]` and
+    :math:`\mathbf{W}_O` (its update :math:`O^G` is recomputed here, so that
+    nothing holds it past the residual sum): the gradient of :math:`R` (that
+    is, of :math:`O^G` and of the residual) :obj:`[n, n_g, d]`, and the row
+    gradients of both scales :obj:`[n, d]` (:obj:`None` without the norm)
+    and the chunk's parts of the gradients of :math:`W_1, W_2`.  Each
+    recomputed intermediate is let go after its last use: the chunk's
+    memory is a few of them, not all at once."""
     w1, w2 = tail.weight1, tail.weight2
+    update = (flat @ weight.t()).view(-1, tail.residual.size(1), weight.size(0))
     r, h, a, f = _tail_rows(rows, update, tail, num_rows)
+    del update
     s1 = _row_scale(tail.rstd1, tail.norm_weight1, rows, r.dtype)
     s2 = _row_scale(tail.rstd2, tail.norm_weight2, rows, f.dtype)
     g_s1 = g_s2 = None
     if s2 is not None:
         g_s2 = (grad * centred(f)).sum(-2)
         grad = centred(grad * s2.unsqueeze(-2))
+    del f
     g_w2 = _rows_outer(grad, a)
     g_z = torch.ops.aten.threshold_backward(grad @ w2, a, 0)  # ReLU's backward
+    del a
     g_w1 = _rows_outer(g_z, h)
+    del h
     grad = grad + g_z @ w1
+    del g_z
     if s1 is not None:
         g_s1 = (grad * centred(r)).sum(-2)
         grad = centred(grad * s1.unsqueeze(-2))
@@ -325,15 +333,16 @@ def _update_backward_rows(grad: Tensor, agg: Tensor, params: tuple[Tensor, ...],
                           mixed: tuple[Tensor, ...], flat: Tensor, out: Tensor | None
                           ) -> tuple[Tensor, Tensor, tuple[Tensor, ...]]:
     r"""The backward of :math:`O^G` on a chunk of rows (:obj:`mixed` from
-    :func:`_mixed` on the chunk's attention outputs :obj:`agg`, :obj:`flat`
-    from :func:`_update`): the gradients of :obj:`agg` (written into
-    :obj:`out` when given, after the last read of :obj:`agg`) and the gates
+    :func:`_mixed` on the chunk's attention outputs :obj:`agg`, without its
+    first entry; :obj:`flat` from :func:`_heads_last`): the gradients of
+    :obj:`agg` (written into :obj:`out` when given, after the last read of
+    :obj:`agg`) and the gates
     :obj:`[n, H, L]`, and the chunk's parts of the gradients of :math:`M_c,
     M_l, W_{\mathrm{mix}}, \mathbf{W}_O`."""
     Mc, Ml, mix, weight = params
-    m, mlc, gated, c, gamma = mixed  # heads first: [H, rows, *]
-    H, n, G, C = m.shape
-    L = Ml.size(1)
+    mlc, gated, c, gamma = mixed  # heads first: [H, rows, *]
+    H, n, L, C = mlc.shape
+    G = mix.size(1)
     grad = grad.flatten(0, -2)  # [n n_g, d]
     g_weight = grad.T @ flat
     g_m = (grad @ weight).view(n, G, H, C).permute(2, 0, 1, 3).reshape(H, n * G, C)
@@ -362,11 +371,13 @@ def _backward_rows(grad: Tensor, rows: slice, agg: Tensor, gates: Tensor,
     \mathbf{W}_O`, norm weights, :math:`W_1, W_2`)."""
     N = agg.size(0)
     agg = _take(agg, rows)
-    mixed = _mixed(agg, _take(gates, rows), *params[:3])
+    m, *mixed = _mixed(agg, _take(gates, rows), *params[:3])
+    flat = _heads_last(m)  # what O^G maps; m itself is not needed again
+    del m
     row_grads, tail_sums = [None] * 3, [None] * 4
-    update, flat = _update(mixed[0], params[3])
     if tail is not None:
-        grad, (g_s1, g_s2, *ffn_sums) = _tail_backward_rows(grad, rows, update, tail, N)
+        grad, (g_s1, g_s2, *ffn_sums) = _tail_backward_rows(grad, rows, flat, params[3],
+                                                            tail, N)
         g_rstd1, g_nw1 = _scale_grads(g_s1, tail.rstd1, tail.norm_weight1, rows)
         g_rstd2, g_nw2 = _scale_grads(g_s2, tail.rstd2, tail.norm_weight2, rows)
         M = tail.residual.size(0)
