@@ -317,7 +317,8 @@ def _tail_backward_rows(grad: Tensor, rows: slice, flat: Tensor, weight: Tensor,
         grad = centred(grad * s2.unsqueeze(-2))
     del f
     g_w2 = _rows_outer(grad, a)
-    g_z = torch.ops.aten.threshold_backward(grad @ w2, a, 0)  # ReLU's backward
+    g_z = grad @ w2  # ReLU's backward, written over its input: the chunk's peak
+    torch.ops.aten.threshold_backward.grad_input(g_z, a, 0, grad_input=g_z)
     del a
     g_w1 = _rows_outer(g_z, h)
     del h
