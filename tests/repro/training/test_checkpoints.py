@@ -86,7 +86,7 @@ class _WithExtraState(torch.nn.Linear):
         return {"seeds": [0, 1, 2]}
 
     def set_extra_state(self, state: dict) -> None:
-        pass
+        self.seeds = state["seeds"]
 
 
 def test_a_modules_extra_state_is_compared_by_kind_not_shape():
