@@ -133,6 +133,9 @@ def test_every_verdict_names_its_batching_and_the_readings_of_open_tasks():
     assert basis(TABLE29, "padded", (("Deep Sets", "Max [per-dim-sum]"),)) == \
         "padded batching; readings: max per-dim-sum"
     rows = summary_rows(osp.join(ROOT, "results", "full"), [TABLE1, TABLE29])
-    assert rows and all(row["basis"].startswith("masked batching; readings: ") for row in rows)
+    assert rows and any(row["basis"].startswith("masked batching; ") for row in rows)
+    for row in rows:  # the campaign adds padded cells as it runs: each row names its own
+        batching = "padded" if row["claim"].endswith(" (padded batching)") else "masked"
+        assert row["basis"].startswith(f"{batching} batching; readings: "), row
     table = verdict_table({"results/full": rows})
     assert "converged; masked batching; readings: quadratic_tdof d=32 |" in table
