@@ -45,6 +45,7 @@ class LinearSetAttention(MultiheadSetAttention):
     """
     def attend(self, q: Tensor, k: Tensor, v: Tensor, key_layout: SetLayout,
                query_layout: SetLayout | None) -> Tensor:
+        q, k, v = (self.split_heads(t) for t in (q, k, v))  # [*, H, d_k]
         phi_q, phi_k = feature_map(q), feature_map(k)
         B = key_layout.num_sets
         kv = key_layout.sum(phi_k.unsqueeze(-1) * v.unsqueeze(-2))  # [B, H, d_k, d_v]
@@ -57,7 +58,7 @@ class LinearSetAttention(MultiheadSetAttention):
             kv, z = kv[query_layout.batch], z[query_layout.batch]
         num = (phi_q.unsqueeze(-1) * kv).sum(-2)  # [*, H, d_v]
         den = (phi_q * z).sum(-1, keepdim=True)  # [*, H, 1], 0 only for empty sets
-        return num / den.masked_fill(den == 0, 1.0)
+        return (num / den.masked_fill(den == 0, 1.0)).flatten(-2)
 
 
 class LinearAttentionSetTransformer(SetTransformer):

@@ -59,12 +59,11 @@ class GenQKAttention(MZMultiheadAttention):
     def queries_keys(self, x: Zonotope, y: Zonotope) -> tuple[Tensor, Tensor]:
         r"""The centre queries and keys plus the projected IHW,
         :math:`\mathbf{W}_Q \mathbf{c}_i + \mathbf{W}_q^{gen} \delta_i`
-        :obj:`[N_q, H, d_k]` and
+        :obj:`[N_q, H d_k]` and
         :math:`\mathbf{W}_K \mathbf{c}_j + \mathbf{W}_k^{gen} \delta_j`
-        :obj:`[N, H, d_k]`."""
+        :obj:`[N, H d_k]`."""
         q, k = super().queries_keys(x, y)
-        return (q + self.split_heads(self.lin_q_gen(x.ihw())),
-                k + self.split_heads(self.lin_k_gen(y.ihw())))
+        return q + self.lin_q_gen(x.ihw()), k + self.lin_k_gen(y.ihw())
 
 
 class MZGenQKSetTransformer(MZSetTransformer):

@@ -7,7 +7,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+import torch.nn.functional as F
+from torch import Tensor
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+
+_SDPA = F.scaled_dot_product_attention
 
 #: Operators that read a device value to the host: ``.item()``, ``bool()``,
 #: ``int()`` of a tensor, data-dependent output shapes, and ``bincount``
@@ -68,12 +72,66 @@ class _OpCounter(TorchDispatchMode):
 
 
 @contextlib.contextmanager
-def count_ops():
+def count_ops(*, fused_sdpa: bool = False):
     r"""Counts the aten operators dispatched inside the block, by name
-    (:obj:`sum(counter.values())` is the total)."""
+    (:obj:`sum(counter.values())` is the total).  With :obj:`fused_sdpa`,
+    every :func:`~torch.nn.functional.scaled_dot_product_attention` counts
+    as CUDA's fused kernels run it (:class:`_FusedSDPA`): one operator each
+    way, with their memory layouts."""
     ops = Counter()
-    with _OpCounter(ops):
+    with _fused_sdpa(ops) if fused_sdpa else contextlib.nullcontext(), _OpCounter(ops):
         yield ops
+
+
+class _FusedSDPA(torch.autograd.Function):
+    r""":func:`~torch.nn.functional.scaled_dot_product_attention` counted as
+    CUDA's fused kernels (flash, memory-efficient, cuDNN) run it: one
+    operator forward and one backward, the output laid out
+    :obj:`[B, L, H, E]` in memory (a transposed view :obj:`[B, H, L, E]`)
+    and each input's gradient strided like the input, whatever kernel the
+    CPU runs inside (uncounted).  CPU's math kernel, which runs under
+    dropout, returns contiguous tensors instead, so that the views around
+    it copy: a copy that the CUDA path does not make."""
+    @staticmethod
+    def forward(ctx, ops: Counter, q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None,
+                dropout_p: float, scale: float | None) -> Tensor:
+        ops['scaled_dot_product_attention'] += 1
+        ctx.ops = ops
+        with _disable_current_modes(), torch.enable_grad():
+            ctx.inputs = [t.detach().requires_grad_() for t in (q, k, v)]
+            ctx.out = _SDPA(*ctx.inputs, attn_mask=attn_mask, dropout_p=dropout_p,
+                            scale=scale)
+            out = ctx.out.detach()
+            if out.dim() == 4:
+                out = out.transpose(1, 2).contiguous().transpose(1, 2)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        ctx.ops['scaled_dot_product_attention_backward'] += 1
+        with _disable_current_modes():
+            grads = torch.autograd.grad(ctx.out, ctx.inputs, grad)
+            grads = [torch.empty_strided(t.size(), t.stride(), dtype=g.dtype,
+                                         device=g.device).copy_(g)
+                     for t, g in zip(ctx.inputs, grads, strict=True)]
+        return None, *grads, None, None, None
+
+
+@contextlib.contextmanager
+def _fused_sdpa(ops: Counter):
+    def fused(q, k, v, attn_mask=None, dropout_p=0.0, scale=None, **options):
+        if options or not torch.is_grad_enabled():  # counted, as it is
+            ops['scaled_dot_product_attention'] += 1
+            with _disable_current_modes():
+                return _SDPA(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p,
+                             scale=scale, **options)
+        return _FusedSDPA.apply(ops, q, k, v, attn_mask, dropout_p, scale)
+
+    F.scaled_dot_product_attention = fused
+    try:
+        yield
+    finally:
+        F.scaled_dot_product_attention = _SDPA
 
 
 @contextlib.contextmanager

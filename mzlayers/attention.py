@@ -80,6 +80,8 @@ def set_attention(
     query_layout: SetLayout | None = None,
     backend: str = 'auto',
     dropout: float = 0.0,
+    *,
+    heads: int | None = None,
 ) -> Tensor:
     r"""Multi-head attention from queries to the keys of the same set.
 
@@ -96,24 +98,33 @@ def set_attention(
             ``'varlen'``.
         dropout (float, optional): Dropout on the attention weights (pass
             :obj:`0.` in evaluation mode).
+        heads (int, optional): When given, :obj:`q`, :obj:`k` and :obj:`v`
+            come with their :obj:`heads` heads concatenated, :obj:`[*, H d]`,
+            as a linear layer makes them, and the output leaves so: the
+            dense kernel then runs without the views that split and join
+            heads around it. (default: :obj:`None`)
 
     Returns:
         torch.Tensor: :obj:`[B * M, H, d_v]` (set-major) for learned queries,
-        :obj:`[N_q, H, d_v]` otherwise.
+        :obj:`[N_q, H, d_v]` otherwise (:obj:`[*, H d_v]` with :obj:`heads`).
     """
     if key_layout.mask is not None:  # padded layouts: only the dense kernel masks
         if backend in ('segment', 'varlen'):
             raise ValueError(f"The '{backend}' backend takes ragged batches only; a padded "
                              "batch (bucket_batch, 'mask') needs backend 'auto' or 'dense'")
-        return dense_attention(q, k, v, key_layout, query_layout, dropout, None, None)
+        return dense_attention(q, k, v, key_layout, query_layout, dropout, None, None, heads)
     kernel = auto_kernel(q.device.type, key_layout, query_layout) if backend == 'auto' \
         else backend
-    if kernel == 'segment':
-        return segment_attention(q, k, v, key_layout, query_layout, dropout,
-                                 SEGMENT_FUSED_MIN_PAIRS)
-    if kernel == 'varlen':
-        return varlen_attention(q, k, v, key_layout, query_layout, dropout)
     if kernel == 'buckets':
         return dense_attention(q, k, v, key_layout, query_layout, dropout, AUTO_MAX_PADDING,
-                               AUTO_ALONE_MIN_PAIRS)
-    return dense_attention(q, k, v, key_layout, query_layout, dropout, None, None)
+                               AUTO_ALONE_MIN_PAIRS, heads)
+    if kernel == 'dense':
+        return dense_attention(q, k, v, key_layout, query_layout, dropout, None, None, heads)
+    if heads is not None:  # the ragged kernels take heads split
+        q, k, v = (t.view(t.size(0), heads, t.size(1) // heads) for t in (q, k, v))
+    if kernel == 'segment':
+        out = segment_attention(q, k, v, key_layout, query_layout, dropout,
+                                SEGMENT_FUSED_MIN_PAIRS)
+    else:
+        out = varlen_attention(q, k, v, key_layout, query_layout, dropout)
+    return out if heads is None else out.flatten(-2)

@@ -82,17 +82,17 @@ class MultiheadSetAttention(torch.nn.Module):
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, key_layout: SetLayout,
                query_layout: SetLayout | None) -> Tensor:
-        r"""Runs the configured kernel on projected, head-split tensors."""
+        r"""Runs the configured kernel on projected tensors, heads
+        concatenated: :obj:`[*, H d_k]` queries and keys and :obj:`[*, H d_v]`
+        values to :obj:`[*, H d_v]`."""
         dropout = self.dropout if self.training else 0.0
-        return set_attention(q, k, v, key_layout, query_layout, self.backend, dropout)
+        return set_attention(q, k, v, key_layout, query_layout, self.backend, dropout,
+                             heads=self.heads)
 
     def forward(self, x: Tensor, y: Tensor, key_layout: SetLayout,
                 query_layout: SetLayout | None = None) -> Tensor:
-        q = self.split_heads(self.lin_q(x))
-        k = self.split_heads(self.lin_k(y))
-        v = self.split_heads(self.values(y, key_layout))
-        out = self.attend(q, k, v, key_layout, query_layout)  # [*, H, d_k]
-        return self.lin_o(out.flatten(-2))
+        q, k, v = self.lin_q(x), self.lin_k(y), self.values(y, key_layout)
+        return self.lin_o(self.attend(q, k, v, key_layout, query_layout))
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}({self.channels}, heads={self.heads}, '

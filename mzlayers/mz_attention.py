@@ -119,12 +119,12 @@ class MZMultiheadAttention(MultiheadSetAttention):
         return gamma.view(-1, self.heads, self.num_matrix_generators)
 
     def queries_keys(self, x: Zonotope, y: Zonotope) -> tuple[Tensor, Tensor]:
-        r"""The head-split queries :obj:`[N_q, H, d_k]` of the query
-        zonotopes :obj:`x` and keys :obj:`[N, H, d_k]` of the key zonotopes
-        :obj:`y` that the scores compare: projections of the centres only,
+        r"""The queries :obj:`[N_q, H d_k]` of the query zonotopes :obj:`x`
+        and keys :obj:`[N, H d_k]` of the key zonotopes :obj:`y` that the
+        scores compare, heads concatenated: projections of the centres only,
         :math:`\mathbf{W}_Q \mathbf{c}_i` and :math:`\mathbf{W}_K \mathbf{c}_j`
         (Eq. 3)."""
-        return self.split_heads(self.lin_q(x.center)), self.split_heads(self.lin_k(y.center))
+        return self.lin_q(x.center), self.lin_k(y.center)
 
     def aggregate(self, x: Zonotope | Tensor, y: Zonotope | Tensor,
                   key_layout: SetLayout, query_layout: SetLayout | None = None
@@ -183,13 +183,13 @@ class MZMultiheadAttention(MultiheadSetAttention):
         zonotopes :math:`Y` (scores from :meth:`queries_keys`) over the
         values :math:`(\mathbf{W}_V \mathbf{c}_j + \mathbf{b}_V, G_j
         \mathbf{W}_V^{\top})` of :math:`Y`, centre and generators of a head
-        side by side: :obj:`[N_q, H, (1 + n_g) d_k]`."""
+        side by side, heads concatenated: :obj:`[N_q, H (1 + n_g) d_k]`."""
         y = Zonotope(y_center, y_generators)
         q, k = self.queries_keys(Zonotope(x_center, x_generators), y)
         v = y.linear_map(self.lin_v.weight, self.lin_v.bias)
         v_c = self.split_heads(v.center).unsqueeze(2)  # [N, H, 1, C]
         v_g = self.split_heads(v.generators).transpose(1, 2)  # [N, H, n_g, C]
-        values = torch.cat([v_c, v_g], dim=2).flatten(2)  # [N, H, (1 + n_g) C]
+        values = torch.cat([v_c, v_g], dim=2).flatten(1)  # [N, H (1 + n_g) C]
         return self.attend(q, k, values, key_layout, query_layout)
 
     def generators(self, agg: Tensor, gates: Tensor,

@@ -163,33 +163,34 @@ def _whole_batch_index(layout: SetLayout) -> tuple[None, Tensor | None, int]:
 
 
 def _to_padded(x: Tensor, index: Tensor | None, pos: Tensor | None, sets: int,
-               width: int) -> Tensor:
-    r"""Scatters rows :obj:`index` of :obj:`x` :obj:`[N, H, C]` (all when
-    :obj:`None`) into :obj:`[S, H, width, C]` (a view of them when :obj:`pos`
-    is :obj:`None`: no padding)."""
+               width: int, heads: int) -> Tensor:
+    r"""Scatters rows :obj:`index` of :obj:`x` :obj:`[N, H, C]` or
+    :obj:`[N, H C]` (all when :obj:`None`) into :obj:`[S, H, width, C]` (a
+    view of them when :obj:`pos` is :obj:`None`: no padding)."""
     rows = x if index is None else x[index]
-    if pos is None:
-        return rows.reshape(sets, width, *x.shape[1:]).transpose(1, 2)
-    out = x.new_zeros(sets * width, *x.shape[1:]).index_copy(0, pos, rows)
-    return out.view(sets, width, *x.shape[1:]).transpose(1, 2)
+    if pos is not None:
+        rows = x.new_zeros(sets * width, *x.shape[1:]).index_copy(0, pos, rows)
+    return rows.reshape(sets, width, heads, x.shape[1:].numel() // heads).transpose(1, 2)
 
 
 def dense_attention(q: Tensor, k: Tensor, v: Tensor, key_layout: SetLayout,
                     query_layout: SetLayout | None, dropout: float,
-                    max_padding: float | None, alone_min_pairs: int | None) -> Tensor:
+                    max_padding: float | None, alone_min_pairs: int | None,
+                    heads: int | None = None) -> Tensor:
     r"""The ``'dense'`` backend of :func:`~mzlayers.attention.set_attention`
     (same arguments) on the buckets of :func:`plan`."""
     shared = query_layout is None
     buckets = plan(key_layout, query_layout, max_padding, alone_min_pairs,
                    q.size(0) if shared else 1)
+    heads = k.size(1) if heads is None else heads
     if len(buckets) == 1 and buckets[0].key_index is None:  # every row, in order
-        return _dense_bucket(q, k, v, buckets[0], shared, dropout)
-    parts = [(_dense_bucket(q, k, v, b, shared, dropout), _output_index(q, b, shared))
-             for b in buckets]
+        return _dense_bucket(q, k, v, buckets[0], shared, dropout, heads)
+    parts = [(_dense_bucket(q, k, v, b, shared, dropout, heads),
+              _output_index(q, b, shared)) for b in buckets]
+    rows = torch.cat([rows for rows, _ in parts])
     num_rows = key_layout.num_sets * q.size(0) if shared else q.size(0)
-    out = v.new_zeros(num_rows, v.size(1), v.size(2))  # one scatter for all buckets
-    return out.index_copy(0, torch.cat([index for _, index in parts]),
-                          torch.cat([rows for rows, _ in parts]))
+    out = rows.new_zeros(num_rows, *rows.shape[1:])  # one scatter for all buckets
+    return out.index_copy(0, torch.cat([index for _, index in parts]), rows)
 
 
 def _output_index(q: Tensor, b: Bucket, shared: bool) -> Tensor:
@@ -200,16 +201,18 @@ def _output_index(q: Tensor, b: Bucket, shared: bool) -> Tensor:
     return b.query_index
 
 
-def _dense_bucket(q, k, v, b: Bucket, shared: bool, dropout: float) -> Tensor:
-    r"""The output rows of bucket :obj:`b` (in :func:`_output_index`'s order)."""
+def _dense_bucket(q, k, v, b: Bucket, shared: bool, dropout: float, heads: int) -> Tensor:
+    r"""The output rows of bucket :obj:`b` (in :func:`_output_index`'s order),
+    heads split or concatenated as :obj:`v`'s."""
     S = b.set_ids.numel()
-    keys = _to_padded(k, b.key_index, b.key_pos, S, b.key_width)
-    values = _to_padded(v, b.key_index, b.key_pos, S, b.key_width)
+    keys = _to_padded(k, b.key_index, b.key_pos, S, b.key_width, heads)
+    values = _to_padded(v, b.key_index, b.key_pos, S, b.key_width, heads)
     if shared:  # materialised: the fused CUDA kernels reject a stride-0 batch dimension
-        queries = q.transpose(0, 1).repeat(S, 1, 1, 1)  # [M, H, C] -> [S, H, M, C]
+        queries = q if q.dim() == 3 else q.view(q.size(0), heads, q.size(1) // heads)
+        queries = queries.transpose(0, 1).repeat(S, 1, 1, 1)  # [M, H, C] -> [S, H, M, C]
     else:
-        queries = _to_padded(q, b.query_index, b.query_pos, S, b.query_width)
+        queries = _to_padded(q, b.query_index, b.query_pos, S, b.query_width, heads)
     res = sdpa(queries, keys, values, attn_mask=b.bias(q.dtype),
                dropout_p=dropout)  # [S, H, L, d_v]
-    rows = res.transpose(1, 2).reshape(-1, *res.shape[1:2], res.size(-1))  # [S width_q, H, d_v]
+    rows = res.transpose(1, 2).reshape(-1, *v.shape[1:-1], v.size(-1))  # [S width_q, *]
     return rows if shared or b.query_pos is None else rows[b.query_pos]

@@ -94,7 +94,8 @@ def test_linear_attention_equals_quadratic_form():
     layout = layout_of(batch, B)
     q = torch.randn(x.size(0), 4, 4, dtype=x.dtype)
     k, v = torch.randn_like(q), torch.randn_like(q)
-    out = attn.attend(q, k, v, layout, layout)
+    out = attn.attend(q.flatten(1), k.flatten(1), v.flatten(1), layout, layout)  # heads joined
+    out = out.view_as(q)
     for b in range(B):
         idx = (batch == b).nonzero().view(-1)
         if idx.numel():
@@ -102,7 +103,8 @@ def test_linear_attention_equals_quadratic_form():
             assert torch.allclose(out[idx], ref, atol=1e-12)
     # learned queries shared by every set; an empty set gives exactly zero
     seeds = torch.randn(3, 4, 4, dtype=x.dtype)
-    out = attn.attend(seeds, k, v, layout, None).view(B, 3, 4, 4)
+    out = attn.attend(seeds.flatten(1), k.flatten(1), v.flatten(1), layout, None)
+    out = out.view(B, 3, 4, 4)
     assert out[2].abs().max() == 0
     idx = (batch == 3).nonzero().view(-1)
     assert torch.allclose(out[3], quadratic_linear_attention(seeds, k[idx], v[idx]),
@@ -149,10 +151,8 @@ def test_genqk_queries_and_keys_add_the_projected_ihw():
     z = Zonotope(c, torch.randn(c.size(0), 3, 16, dtype=c.dtype))
     seeds = Zonotope(c[:2], torch.randn(2, 3, 16, dtype=c.dtype))
     q, k = attn.queries_keys(seeds, z)
-    assert torch.equal(q, attn.split_heads(attn.lin_q(seeds.center)
-                                           + attn.lin_q_gen(seeds.ihw())))
-    assert torch.allclose(k, attn.split_heads(attn.lin_k(z.center) + attn.lin_k_gen(z.ihw())),
-                          atol=1e-12)
+    assert torch.equal(q, attn.lin_q(seeds.center) + attn.lin_q_gen(seeds.ihw()))
+    assert torch.allclose(k, attn.lin_k(z.center) + attn.lin_k_gen(z.ihw()), atol=1e-12)
 
 
 # One state_dict key per variant module: checkpoints written when these

@@ -46,9 +46,21 @@ def _assert_matches(out, ref, inputs):
         assert torch.allclose(g, r, atol=1e-10)
 
 
+def _attention(q, k, v, layout, query_layout, backend, joined):
+    r""":func:`set_attention` on head-split tensors, or (:obj:`joined`) on
+    their heads concatenated, :obj:`heads=H`, the output split again."""
+    if not joined:
+        return set_attention(q, k, v, layout, query_layout, backend)
+    out = set_attention(q.flatten(1), k.flatten(1), v.flatten(1), layout, query_layout,
+                        backend, heads=H)
+    assert out.dim() == 2
+    return out.view(out.size(0), H, -1)
+
+
+@pytest.mark.parametrize('joined', [False, True])
 @pytest.mark.parametrize('backend', ['segment', 'dense', 'varlen', 'auto'])
 @pytest.mark.parametrize('shared', [True, False])
-def test_backends_match_reference_forward_and_backward(backend, shared):
+def test_backends_match_reference_forward_and_backward(backend, shared, joined):
     x, batch, B = ragged_batch()
     layout = _layout(batch, B)
     k = torch.randn(x.size(0), H, DK, dtype=torch.float64, requires_grad=True)
@@ -56,14 +68,15 @@ def test_backends_match_reference_forward_and_backward(backend, shared):
     nq = M if shared else x.size(0)
     q = torch.randn(nq, H, DK, dtype=torch.float64, requires_grad=True)
     query_layout = None if shared else layout
-    out = set_attention(q, k, v, layout, query_layout, backend)
+    out = _attention(q, k, v, layout, query_layout, backend, joined)
     ref = _reference(q, k, v, layout, query_layout)
     _assert_matches(out, ref, (q, k, v))
 
 
+@pytest.mark.parametrize('joined', [False, True])
 @pytest.mark.parametrize('backend', ['dense', 'auto'])
 @pytest.mark.parametrize('shared', [True, False])
-def test_equal_sizes_run_unpadded_and_match_reference(backend, shared):
+def test_equal_sizes_run_unpadded_and_match_reference(backend, shared, joined):
     batch = torch.arange(3).repeat_interleave(6)
     layout = _layout(batch, 3)
     bucket, = plan(layout, None if shared else layout, AUTO_MAX_PADDING)
@@ -72,7 +85,7 @@ def test_equal_sizes_run_unpadded_and_match_reference(backend, shared):
     v = torch.randn(18, H, DV, dtype=torch.float64, requires_grad=True)
     q = torch.randn(M if shared else 18, H, DK, dtype=torch.float64, requires_grad=True)
     query_layout = None if shared else layout
-    out = set_attention(q, k, v, layout, query_layout, backend)
+    out = _attention(q, k, v, layout, query_layout, backend, joined)
     ref = _reference(q, k, v, layout, query_layout)
     _assert_matches(out, ref, (q, k, v))
 
