@@ -12,6 +12,8 @@ from typing import Union
 import torch
 from torch import Tensor
 
+from mzlayers.linear import linear
+
 
 @dataclass(frozen=True)
 class Zonotope:
@@ -67,9 +69,10 @@ class Zonotope:
     def linear_map(self, weight: Tensor, bias: Tensor | None = None) -> 'Zonotope':
         r""":math:`A\mathcal{Z} + b = \langle A\mathbf{c} + b, A G \rangle` with
         :obj:`weight` :math:`A` of shape :obj:`[d_out, d]` (as in
-        :class:`torch.nn.Linear`); the bias moves the centre only."""
-        return Zonotope(torch.nn.functional.linear(self.center, weight, bias),
-                        torch.nn.functional.linear(self.generators, weight))
+        :class:`torch.nn.Linear`); the bias moves the centre only.  Both maps
+        run through :func:`mzlayers.linear.linear`, whose backward is four
+        operators, not autograd's differentiation of :obj:`addmm`."""
+        return Zonotope(linear(self.center, weight, bias), linear(self.generators, weight))
 
     def minkowski_sum(self, other: 'Zonotope') -> 'Zonotope':
         r""":math:`\mathcal{Z}_1 \oplus \mathcal{Z}_2 = \langle \mathbf{c}_1 +
