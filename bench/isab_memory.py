@@ -11,7 +11,8 @@ MZ-ISAB that stores every activation).
 
 Blocks of :mod:`.overhead` (16 inducing points, 4 heads, :math:`d_{ff} =
 2d`; MZ: :math:`n_g = 8`, :math:`L = 4`): ``isab``, ``mz-isab`` (the
-default) and ``mz-isab-recompute`` (:obj:`checkpoint_rows=256`), batch 64 of
+default), ``mz-isab-recompute`` (:obj:`checkpoint_rows=256`) and
+``mz-isab-stored`` (:obj:`recompute=False`: nothing recomputed), batch 64 of
 sets of 30 / 50 / 100 elements at :math:`d` = 64 / 128 / 256.  Each row
 holds the step time (median of :obj:`repeats` interleaved steps,
 :func:`~.measure.time_interleaved`) and the peak bytes of one step counted

@@ -4,17 +4,19 @@ Set Transformer at the Small (d=64, n=30), Medium (d=128, n=50) and Large
 training-step-time and peak-memory ratios beside the paper's, plus the FLOP
 ratio of one ISAB block counted on our exact layers, and the time and peak
 memory of one MZ-ISAB forward + backward against a standard ISAB."""
+from functools import partial
+
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from mzlayers import ISAB, MZISAB, MZSetTransformer, SetTransformer, Zonotope
+from mzlayers import ISAB, MZISAB, MZMultiheadAttention, MZSetTransformer, SetTransformer, Zonotope
 
 from .workloads import ragged
 
 CONFIGS = {'small': (64, 30), 'medium': (128, 50), 'large': (256, 100)}
 BATCH, IN_CHANNELS = 64, 8
 MODELS = ('standard', 'mz-full')
-BLOCKS = ('isab', 'mz-isab', 'mz-isab-recompute')
+BLOCKS = ('isab', 'mz-isab', 'mz-isab-recompute', 'mz-isab-stored')
 #: Rows per chunk of the ``'mz-isab-recompute'`` block (``checkpoint_rows``).
 RECOMPUTE_ROWS = 256
 #: Target of one MZ-ISAB forward + backward: at most this many times the peak
@@ -34,11 +36,14 @@ def make_model(name: str, channels: int) -> torch.nn.Module:
 def make_block(name: str, channels: int) -> torch.nn.Module:
     r"""One encoder block at the default configuration (16 inducing points,
     4 heads, :math:`d_{ff} = 2d`; MZ: :math:`n_g = 8`, :math:`L = 4`;
-    ``'mz-isab-recompute'`` with :obj:`checkpoint_rows=RECOMPUTE_ROWS`)."""
+    ``'mz-isab-recompute'`` with :obj:`checkpoint_rows=RECOMPUTE_ROWS`,
+    ``'mz-isab-stored'`` with its activations stored, :obj:`recompute=False`)."""
     if name == 'isab':
         return ISAB(channels, 16, 4, ff_channels=2 * channels)
     rows = RECOMPUTE_ROWS if name == 'mz-isab-recompute' else None
-    return MZISAB(channels, 16, heads=4, ff_channels=2 * channels, checkpoint_rows=rows)
+    attention = partial(MZMultiheadAttention, recompute=name != 'mz-isab-stored')
+    return MZISAB(channels, 16, heads=4, ff_channels=2 * channels, checkpoint_rows=rows,
+                  attention=attention)
 
 
 def block_inputs(name: str, config: str, device: torch.device, scale: float = 1.0):

@@ -11,8 +11,10 @@ memory copies that :mod:`torch.profiler` records.
 The batch is 128 sets of U(10, 30) elements with 8 features (issue 34's
 step).  Rows ``+bf16`` run under bf16 autocast; rows ``+plain`` call the
 model with a plain PyG batch (the layout computed, with one host read, in
-the forward); on an accelerator, ``mz-full+cpu-chunks`` runs MZ-Full's
-generator path in CPU's fine row chunks instead of the device's coarse ones.
+the forward); ``mz-full+stored`` builds MZ-Full's attention with
+:obj:`recompute=False` (activations stored, not recomputed in backward); on
+an accelerator, ``mz-full+cpu-chunks`` runs MZ-Full's generator path in
+CPU's fine row chunks instead of the device's coarse ones.
 """
 import argparse
 import json
@@ -25,6 +27,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import mzlayers.generator_path as generator_path
+from mzlayers import MZMultiheadAttention
 
 from .dispatch import count_host_syncs, count_ops
 from .measure import synchronize
@@ -33,6 +36,8 @@ from .measure import synchronize
 VARIANT_MODELS = ('standard', 'mz-full')
 #: Profiled on an accelerator once more with CPU's generator-path chunks.
 FINE_CHUNKS_MODEL = 'mz-full'
+#: Profiled once more with its activations stored (``recompute=False``).
+STORED_MODEL = 'mz-full'
 NUM_SETS, MIN_SIZE, MAX_SIZE, FEATURES = 128, 10, 30, 8
 
 
@@ -61,7 +66,7 @@ def forward_backward(model, data: dict, *, bf16: bool = False, plain: bool = Fal
 
 
 def profile_model(name: str, device: torch.device, data: dict, steps: int,
-                  bf16: bool = False, plain: bool = False) -> dict:
+                  bf16: bool = False, plain: bool = False, stored: bool = False) -> dict:
     r"""Milliseconds per step (median of :obj:`steps` timed one by one
     after 3 warm-up steps), aten operators of one step, and, from a
     profile of 3 steps, kernel launches, synchronisations and copies per
@@ -70,6 +75,9 @@ def profile_model(name: str, device: torch.device, data: dict, steps: int,
     from mzattn.baselines import build_model
     torch.manual_seed(0)
     model = build_model(name, FEATURES, 1).to(device)
+    for module in model.modules():  # MZ attention: store, or recompute (the default)
+        if isinstance(module, MZMultiheadAttention):
+            module.recompute = not stored
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
     def step():
@@ -88,7 +96,8 @@ def profile_model(name: str, device: torch.device, data: dict, steps: int,
     optimizer.zero_grad(set_to_none=True)
     with count_ops() as ops, count_host_syncs() as syncs:  # AdamW's host counters aside
         forward_backward(model, data, bf16=bf16, plain=plain)
-    row = {'model': name + ('+bf16' if bf16 else '') + ('+plain' if plain else ''),
+    row = {'model': name + ('+bf16' if bf16 else '') + ('+plain' if plain else '')
+           + ('+stored' if stored else ''),
            'ms': 1e3 * sorted(times)[len(times) // 2], 'aten_ops': sum(ops.values()),
            'counted_syncs': syncs.total,
            'params': sum(p.numel() for p in model.parameters())}
@@ -118,6 +127,7 @@ def profile_models(names: list[str], device: torch.device, steps: int) -> Iterat
     data = make_batch(device)
     jobs = [(n, {}) for n in names] + [(n, v) for n in VARIANT_MODELS if n in names
                                        for v in ({'bf16': True}, {'plain': True})]
+    jobs += [(STORED_MODEL, {'stored': True})] if STORED_MODEL in names else []
     for name, variant in jobs:
         yield _row_or_error(name + ''.join(f'+{k}' for k in variant),
                             partial(profile_model, name, device, data, steps, **variant))

@@ -442,7 +442,8 @@ class _GeneratorPath(torch.autograd.Function):
 
 def budgeted_generators(agg: Tensor, gates: Tensor, matrix_center: Tensor,
                         matrix_generators: Tensor, mix: Tensor, weight: Tensor,
-                        tail: GeneratorTail | None = None, *, consume: bool = False) -> Tensor:
+                        tail: GeneratorTail | None = None, *, consume: bool = False,
+                        recompute: bool = True) -> Tensor:
     r"""The generator rows of MZ attention after the attention weights
     (Eq. 3): per head :math:`h`, :math:`O^{G,(h)} = \hat G^{(h)}
     M_c^{(h)\top} + W_{\mathrm{mix}}^{(h)} \mathrm{stack}_l[\gamma_l^{(h)}
@@ -471,11 +472,16 @@ def budgeted_generators(agg: Tensor, gates: Tensor, matrix_center: Tensor,
             :func:`torch.compile`, and not in a backward that keeps the
             graph (:obj:`retain_graph=True`), which may read :obj:`agg`
             again. (default: :obj:`False`)
+        recompute (bool, optional): If set to :obj:`False`, the path runs
+            as plain autograd operations, which store their intermediates
+            for backward instead of recomputing them: fewer operators and
+            less time, more memory (as under :mod:`torch.func` transforms,
+            which always take this path). (default: :obj:`True`)
 
     Returns:
         torch.Tensor: :obj:`[N, n_g, d]`.
     """
-    if in_transform():
+    if not recompute or in_transform():
         return _path_rows(slice(0, agg.size(0)), agg, gates,
                           (matrix_center, matrix_generators, mix, weight), tail)
     consume = consume and not torch.compiler.is_compiling()

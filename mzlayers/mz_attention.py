@@ -48,7 +48,7 @@ class MZMultiheadAttention(MultiheadSetAttention):
     The generator rows after the attention weights go through
     :func:`~mzlayers.generator_path.budgeted_generators`, which keeps only
     the attention output for backward and recomputes the per-head products
-    (first-order gradients); an MZ-MAB calls :meth:`aggregate` and
+    (first-order gradients; :obj:`recompute=False` stores them); an MZ-MAB calls :meth:`aggregate` and
     :meth:`generators` itself, so that the same function also runs the
     rest of its generator path.
 
@@ -69,6 +69,15 @@ class MZMultiheadAttention(MultiheadSetAttention):
         dropout (float, optional): Dropout on attention weights.
             (default: :obj:`0.`)
         backend (str, optional): Attention kernel. (default: :obj:`'auto'`)
+        recompute (bool, optional): If set to :obj:`False`, autograd stores
+            what backward needs instead of recomputing it: the attention
+            (its queries, keys, values and weights) and the generator path's
+            per-head products (:func:`~mzlayers.generator_path.budgeted_generators`
+            with :obj:`recompute=False`).  About 20% faster and 20% fewer
+            operators for MZ-Full's training step, at several times the
+            memory (``docs/benchmarks.md``, "Recomputation against stored
+            activations"); the attribute :obj:`recompute` can be set on a
+            built model's attention modules too. (default: :obj:`True`)
 
     Options after :obj:`heads` are keyword-only.
 
@@ -89,8 +98,10 @@ class MZMultiheadAttention(MultiheadSetAttention):
         summary: str = 'mean',
         dropout: float = 0.0,
         backend: str = 'auto',
+        recompute: bool = True,
     ):
         super().__init__(channels, heads, dropout, backend)
+        self.recompute = recompute
         self.num_generators = num_generators
         self.num_matrix_generators = num_matrix_generators
         H, L, C = heads, num_matrix_generators, self.head_channels
@@ -138,7 +149,8 @@ class MZMultiheadAttention(MultiheadSetAttention):
         x, y = Zonotope.wrap(x, self.num_generators), Zonotope.wrap(y, self.num_generators)
         H, C, G = self.heads, self.head_channels, self.num_generators
         args = (x.center, x.generators, y.center, y.generators, key_layout, query_layout)
-        if torch.is_grad_enabled() and not (torch.compiler.is_compiling() or in_transform()):
+        if self.recompute and torch.is_grad_enabled() and not (
+                torch.compiler.is_compiling() or in_transform()):
             # eager: backward recomputes the queries, keys and values and the
             # attention (the values are (1 + n_g) d wide per key) from the
             # zonotopes, which the block keeps anyway; nothing but the
@@ -202,7 +214,8 @@ class MZMultiheadAttention(MultiheadSetAttention):
         nothing else keeps (:meth:`aggregate` recomputes its attention in
         backward, and its centre output a copy of the centres)."""
         return budgeted_generators(agg, gates, self.matrix_center, self.matrix_generators,
-                                   self.mix, self.lin_o.weight, tail, consume=True)
+                                   self.mix, self.lin_o.weight, tail, consume=True,
+                                   recompute=self.recompute)
 
     def forward(self, x: Zonotope | Tensor, y: Zonotope | Tensor,
                 key_layout: SetLayout,

@@ -34,7 +34,8 @@ def test_bench_runs_at_tiny_size(tmp_path):
     assert set(table30) == {'small', 'medium', 'large'}
     assert table30['small']['params']['mz-full'] > table30['small']['params']['standard']
     assert table30['small']['model_flop_ratio'] > 1
-    assert set(table30['small']['block']) == {'isab', 'mz-isab', 'mz-isab-recompute'}
+    assert set(table30['small']['block']) == {'isab', 'mz-isab', 'mz-isab-recompute',
+                                              'mz-isab-stored'}
     summary = (out / 'summary.md').read_text()
     assert 'Set pooling stack vs PyG' in summary and 'paper (RTX 5090)' in summary
     assert 'Self-attention (SAB) on ragged sets' in summary

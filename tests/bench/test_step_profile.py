@@ -41,3 +41,11 @@ def test_fine_chunks_row_runs_the_generator_path_in_more_chunks(monkeypatch):
     assert fine['model'] == 'mz-full+cpu-chunks' and fine['params'] == coarse['params']
     assert fine['aten_ops'] > 2 * coarse['aten_ops']
     assert generator_path.CHUNK_ELEMENTS['cpu'] == generator_path.CHUNK_ELEMENTS['cuda']
+
+
+def test_stored_row_builds_mz_attention_without_recomputation():
+    device, data = torch.device('cpu'), make_batch(torch.device('cpu'), num_sets=16)
+    recomputed = profile_model('mz-full', device, data, steps=1)
+    stored = profile_model('mz-full', device, data, steps=1, stored=True)
+    assert stored['model'] == 'mz-full+stored' and stored['params'] == recomputed['params']
+    assert stored['aten_ops'] < recomputed['aten_ops']

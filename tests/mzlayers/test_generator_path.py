@@ -159,6 +159,42 @@ def test_blocks_match_plain_autograd(tiny_chunks, backend, dropout):
         torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
 
 
+@pytest.mark.parametrize('backend', ['segment', 'dense'])
+def test_stored_activations_match_recomputation(backend):
+    # recompute=False: the attention and the generator path as plain
+    # autograd, their intermediates stored; the same values and gradients
+    # (dropout's masks included), fewer operators, more memory
+    from mzattn.bench.dispatch import count_ops
+    from mzattn.bench.measure import peak_memory_dispatch
+    torch.manual_seed(0)
+    block = MZISAB(D, 4, heads=H, num_generators=G, num_matrix_generators=L, ff_channels=FF,
+                   dropout=0.3, backend=backend).double().train()
+    x = Zonotope(torch.randn(40, D, dtype=torch.float64),
+                 0.3 * torch.randn(40, G, D, dtype=torch.float64))
+    batch = torch.arange(4).repeat_interleave(10)
+
+    def step():
+        block.zero_grad()
+        torch.manual_seed(1)
+        out = block(x, batch, 4)
+        (out.center.sin().sum() + out.generators.cos().sum()).backward()
+        return [out.center, out.generators] + [p.grad for p in block.parameters()]
+
+    results, ops, peaks = [], [], []
+    for recompute in (True, False):
+        for module in block.modules():
+            if hasattr(module, 'recompute'):
+                module.recompute = recompute
+        results.append(step())
+        with count_ops() as counted:
+            step()
+        ops.append(sum(counted.values()))
+        peaks.append(peak_memory_dispatch(step))
+    for a, b in zip(*results, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+    assert ops[1] < ops[0] and peaks[1] > peaks[0], (ops, peaks)
+
+
 _GENERATOR_PATH_PARAMETERS = ('matrix_', 'mix', 'lin_o.weight', 'lin_gate',
                               'ffn.generators', 'norm', 'induced', 'seeds')
 
@@ -204,7 +240,7 @@ def test_matches_plain_autograd_under_autocast(tiny_chunks):
         torch.testing.assert_close(a, b, atol=5e-2, rtol=5e-2)
 
 
-def _plain_path(*inputs, consume=False):
+def _plain_path(*inputs, consume=False, recompute=True):
     out = _budgeted_reference(*inputs[:6])
     return out if inputs[6] is None else _tail_reference(inputs[6][0], out, *inputs[6][1:])
 
