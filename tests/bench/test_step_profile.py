@@ -49,3 +49,17 @@ def test_stored_row_builds_mz_attention_without_recomputation():
     stored = profile_model('mz-full', device, data, steps=1, stored=True)
     assert stored['model'] == 'mz-full+stored' and stored['params'] == recomputed['params']
     assert stored['aten_ops'] < recomputed['aten_ops']
+
+
+def test_the_issue_rows_come_first(monkeypatch):
+    # a GPU check's stage cut short by its time limit keeps them (the H200's did not)
+    import mzattn.bench.step_profile as step_profile
+    monkeypatch.setattr(step_profile, 'profile_model',
+                        lambda name, *args, **variant: {'model': name + ''.join(
+                            f'+{k}' for k in variant)})
+    monkeypatch.setattr(step_profile, 'make_batch', lambda device: {})
+    rows = step_profile.profile_models(['deep-sets', 'mz-full', 'egnn', 'standard'],
+                                       torch.device('cpu'), steps=1)
+    assert [row['model'] for row in rows] == [
+        'standard', 'standard+bf16', 'standard+plain', 'mz-full', 'mz-full+bf16',
+        'mz-full+plain', 'mz-full+stored', 'deep-sets', 'egnn']
