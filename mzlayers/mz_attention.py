@@ -48,9 +48,9 @@ class MZMultiheadAttention(MultiheadSetAttention):
     The generator rows after the attention weights go through
     :func:`~mzlayers.generator_path.budgeted_generators`, which keeps only
     the attention output for backward and recomputes the per-head products
-    (first-order gradients; :obj:`recompute=False` stores them); an MZ-MAB calls :meth:`aggregate` and
-    :meth:`generators` itself, so that the same function also runs the
-    rest of its generator path.
+    (first-order gradients; :obj:`recompute=False` stores them); an MZ-MAB
+    calls :meth:`aggregate` and :meth:`generators` itself, so that the same
+    function also runs the rest of its generator path.
 
     Variants override :meth:`queries_keys` to change the scores (e.g.
     MZ-GenQK in :mod:`mzattn.baselines` adds generator terms) and are built
