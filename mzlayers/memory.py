@@ -44,6 +44,13 @@ GUARD_FLOOR = 2**28
 #: with autograd storing them for backward, and without.
 ROW_TENSORS = {True: 12, False: 8}
 
+#: Factor on the stored row tensors when MZ attention stores its activations
+#: instead of recomputing them (:obj:`recompute=False`): one MZ-ISAB's
+#: training peak with it over the default's, 4.0x at Table 30's three sizes
+#: (9.61x / 9.54x / 9.52x an ISAB's against 2.38x / 2.40x / 2.42x; bench row
+#: ``mz-isab-stored``, ``bench/results/isab_memory.json``).
+STORED_FACTOR = 4
+
 #: Score-sized tensors alive at once in an attention call (scores, weights,
 #: the mask of non-finite scores; in backward also their gradients): with
 #: autograd recording the call, and without.
@@ -70,7 +77,9 @@ class Attention:
 class EncoderShape:
     r"""What the peak of an
     :class:`~mzlayers.mz_set_transformer.MZSetTransformerEncoder` call
-    depends on besides the set sizes (its arguments of the same names)."""
+    depends on besides the set sizes (its arguments of the same names, and
+    :obj:`recompute`: whether its MZ attention recomputes its activations in
+    backward, the default, or stores them, :obj:`STORED_FACTOR`)."""
     channels: int
     heads: int
     num_generators: int
@@ -79,6 +88,7 @@ class EncoderShape:
     num_induced_points: int | None
     checkpoint_rows: int | None
     backend: str
+    recompute: bool = True
 
     def calls(self, layout: SetLayout) -> list[Attention]:
         r"""The attention calls on :obj:`layout` that grow with the set
@@ -100,6 +110,8 @@ class EncoderShape:
         stored = grad and self.checkpoint_rows is None
         blocks = self.num_encoder_blocks + 1
         rows = layout.num_elements * row * ROW_TENSORS[stored] * (blocks if stored else 1)
+        if grad and not self.recompute:  # MZ attention's activations stored as well
+            rows *= STORED_FACTOR
         if grad and not stored:  # checkpoint_rows keeps each block's input for backward
             rows += layout.num_elements * row * blocks
         return OVERHEAD + rows + max(attention_bytes(

@@ -78,3 +78,15 @@ def test_memory_budget_is_validated(budget):
 
 def test_free_memory_of_the_host_is_known():
     assert free_memory(torch.device('cpu')) > 0
+
+
+def test_stored_activations_raise_the_estimate_of_training_only():
+    layer = MZSetTransformerAggregation(8, heads=2, num_induced_points=4)
+    default = layer.memory_shape()
+    for module in layer.modules():
+        if hasattr(module, 'recompute'):
+            module.recompute = False
+    stored = layer.memory_shape()
+    assert default.recompute and not stored.recompute
+    assert _peak(stored, [3000]) > 2 * _peak(default, [3000])
+    assert _peak(stored, [3000], grad=False) == _peak(default, [3000], grad=False)
