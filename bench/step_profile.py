@@ -27,7 +27,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import mzlayers.generator_path as generator_path
-from mzlayers import MZMultiheadAttention
+from mzlayers import set_recompute
 
 from .dispatch import count_host_syncs, count_ops
 from .measure import synchronize
@@ -75,9 +75,7 @@ def profile_model(name: str, device: torch.device, data: dict, steps: int,
     from mzattn.baselines import build_model
     torch.manual_seed(0)
     model = build_model(name, FEATURES, 1).to(device)
-    for module in model.modules():  # MZ attention: store, or recompute (the default)
-        if isinstance(module, MZMultiheadAttention):
-            module.recompute = not stored
+    set_recompute(model, not stored)  # MZ attention: store, or recompute (the default)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
     def step():

@@ -11,7 +11,7 @@ from mzlayers.embedding import ZonotopeEmbedding
 from mzlayers.feedforward import FeedForward
 from mzlayers.layout import SetLayout
 from mzlayers.multihead import MultiheadSetAttention
-from mzlayers.mz_attention import MZMultiheadAttention
+from mzlayers.mz_attention import MZMultiheadAttention, set_recompute
 from mzlayers.mz_blocks import MZISAB, MZMAB, MZPMA, MZSAB, ZonotopeLayerNorm
 from mzlayers.mz_set_transformer import MZSetTransformer, MZSetTransformerEncoder
 from mzlayers.pooling_head import PoolingHead
@@ -38,6 +38,7 @@ __all__ = [
     'ZonotopeEmbedding',
     'SetSummary',
     'MZMultiheadAttention',
+    'set_recompute',
     'ZonotopeLayerNorm',
     'MZMAB',
     'MZSAB',

@@ -76,8 +76,8 @@ class MZMultiheadAttention(MultiheadSetAttention):
             with :obj:`recompute=False`).  About 20% faster and 20% fewer
             operators for MZ-Full's training step, at several times the
             memory (``docs/benchmarks.md``, "Recomputation against stored
-            activations"); the attribute :obj:`recompute` can be set on a
-            built model's attention modules too. (default: :obj:`True`)
+            activations"); :func:`set_recompute` sets it on a built model.
+            (default: :obj:`True`)
 
     Options after :obj:`heads` are keyword-only.
 
@@ -228,3 +228,23 @@ class MZMultiheadAttention(MultiheadSetAttention):
                 f'num_generators={self.num_generators}, '
                 f'num_matrix_generators={self.num_matrix_generators}, '
                 f'summary={self.summary.kind}, backend={self.backend})')
+
+
+def set_recompute(module: torch.nn.Module, recompute: bool) -> torch.nn.Module:
+    r"""Sets :obj:`recompute` on every :class:`MZMultiheadAttention` inside
+    :obj:`module` (a built model, a block) and returns :obj:`module`:
+    :obj:`False` stores the attention's activations instead of recomputing
+    them in backward (faster, more memory)."""
+    for child in module.modules():
+        if isinstance(child, MZMultiheadAttention):
+            child.recompute = recompute
+    return module
+
+
+def activations(module: torch.nn.Module) -> str | None:
+    r""":obj:`"stored"` when an :class:`MZMultiheadAttention` inside
+    :obj:`module` stores its activations, :obj:`"recomputed"` when every one
+    recomputes them, :obj:`None` without MZ attention."""
+    flags = {child.recompute for child in module.modules()
+             if isinstance(child, MZMultiheadAttention)}
+    return None if not flags else ('stored' if False in flags else 'recomputed')

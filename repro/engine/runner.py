@@ -91,7 +91,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                       compile=args.compile,
                       num_workers=args.num_workers, progress=args.progress,
                       keep_checkpoints=args.keep_checkpoints, data_root=args.data_root,
-                      seeds_together=args.seeds_together)
+                      seeds_together=args.seeds_together,
+                      store_activations=args.store_activations)
 
 
 EXIT_BUSY = 75

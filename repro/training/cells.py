@@ -40,6 +40,8 @@ from mzattn.repro.core.faults import (
 from mzattn.repro.core.quiet import show_progress_bar
 from mzattn.repro.core.spec import Column, Profile, Row, TableSpec, slug
 
+from mzlayers.mz_attention import activations, set_recompute
+
 from .checkpoints import AtomicCheckpointIO, CellCheckpoint, StopBetweenSteps, resumable
 from .datamodule import SetDataModule
 from .history import History
@@ -106,6 +108,11 @@ class RunOptions:
         seeds_together (bool, optional): Train the seeds of a cell (a row on
             a column) as one group in one process
             (:mod:`~mzattn.repro.training.together`). (default: :obj:`False`)
+        store_activations (bool, optional): MZ attention stores its
+            activations for backward instead of recomputing them
+            (:func:`mzlayers.set_recompute`): faster, about four times the
+            training memory; the record says which (:obj:`"activations"`).
+            (default: :obj:`False`)
     """
     accelerator: str = "auto"
     devices: int | str = 1
@@ -119,6 +126,7 @@ class RunOptions:
     keep_checkpoints: bool = False
     data_root: str | None = None
     seeds_together: bool = False
+    store_activations: bool = False
 
 
 def table_dir(out: str, table: str) -> str:
@@ -361,6 +369,7 @@ def build_cell(spec: TableSpec, cell: Cell, profile: Profile,
     out = output_channels(loss, data.target_dim, num_classes)
     model = build_model(cell.row.model, data.in_channels, out,
                         **cell.column.overrides_for(cell.row))
+    set_recompute(model, not options.store_activations)
     module = SetModule(model, loss=loss, target_dim=data.target_dim,
                        num_classes=num_classes, lr=profile.lr, weight_decay=WEIGHT_DECAY,
                        warmup_epochs=profile.warmup_epochs, max_epochs=profile.max_epochs,
@@ -418,7 +427,7 @@ def test_fields(test: dict[str, Any], module: SetModule, data: SetDataModule,
     r"""The fields of a record that the test (:obj:`test`, what
     :meth:`~lightning.pytorch.Trainer.test` returned), the data, the
     trainer and the profile give."""
-    return {
+    fields = {
         "metrics": {k.removeprefix("test/"): float(v) for k, v in test.items()},
         "test_target_var": module.test_target_var,
         "max_epochs": profile.max_epochs, "patience": profile.patience,
@@ -427,6 +436,8 @@ def test_fields(test: dict[str, Any], module: SetModule, data: SetDataModule,
         "device": device_name(trainer.strategy.root_device),
         "world_size": trainer.world_size, "precision": str(trainer.precision),
     }
+    stored = activations(module.model)  # MZ attention's: "stored" or "recomputed"
+    return fields if stored is None else fields | {"activations": stored}
 
 
 def device_name(device: torch.device) -> str:

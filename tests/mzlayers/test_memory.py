@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from mzlayers import MZSetTransformerAggregation
+from mzlayers import MZSetTransformerAggregation, set_recompute
 from mzlayers import memory as memory_module
 from mzlayers.layout import SetLayout
 from mzlayers.memory import EncoderShape, check_memory, free_memory
@@ -83,10 +83,7 @@ def test_free_memory_of_the_host_is_known():
 def test_stored_activations_raise_the_estimate_of_training_only():
     layer = MZSetTransformerAggregation(8, heads=2, num_induced_points=4)
     default = layer.memory_shape()
-    for module in layer.modules():
-        if hasattr(module, 'recompute'):
-            module.recompute = False
-    stored = layer.memory_shape()
+    stored = set_recompute(layer, False).memory_shape()
     assert default.recompute and not stored.recompute
     assert _peak(stored, [3000]) > 2 * _peak(default, [3000])
     assert _peak(stored, [3000], grad=False) == _peak(default, [3000], grad=False)

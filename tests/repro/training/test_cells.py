@@ -188,3 +188,23 @@ def test_a_padded_cell_runs_under_its_own_id_and_records_its_batching(tmp_path, 
 def test_an_unknown_batching_is_refused():
     with pytest.raises(ValueError, match="'batching' must be one of masked, padded"):
         dataclasses.replace(_cell(), batching="pad")
+
+
+def test_stored_activations_are_an_option_and_recorded(tmp_path, options):
+    from mzattn.repro.engine.options import table_parser
+    from mzattn.repro.engine.runner import options_from_args
+    assert options_from_args(table_parser("t", "t").parse_args(
+        ["--store-activations"])).store_activations
+    assert not options_from_args(table_parser("t", "t").parse_args([])).store_activations
+    spec = dataclasses.replace(SPEC, rows=(Row("MZ", "mz-1l"),))
+    cell = Cell("tiny", spec.rows[0], spec.columns[0], 0)
+    stored = dataclasses.replace(options, store_activations=True)
+    for name, opts, expected in (("stored", stored, "stored"),
+                                 ("default", options, "recomputed")):
+        out = str(tmp_path / name)
+        record = run_cell(spec, cell, "smoke", out, opts)
+        assert record["status"] == "ok", record.get("traceback")
+        assert read_record(cell_path(out, cell))["activations"] == expected
+    out = str(tmp_path / "standard")  # no MZ attention: no field
+    assert run_cell(SPEC, _cell(), "smoke", out, options)["status"] == "ok"
+    assert "activations" not in read_record(cell_path(out, _cell()))
