@@ -7,7 +7,7 @@ from torch_geometric.utils import to_dense_batch
 
 from mzlayers.layout import SetLayout
 from mzlayers.memory import DEFAULT_BUDGET, EncoderShape, check_budget, check_memory
-from mzlayers.mz_attention import MZMultiheadAttention
+from mzlayers.mz_attention import activations
 from mzlayers.mz_set_transformer import MZSetTransformerEncoder
 from mzlayers.validate import (
     check_dim_size,
@@ -222,8 +222,7 @@ class MZSetTransformerAggregation(Aggregation):
             num_encoder_blocks=len(self.encoder.encoders),
             num_seed_points=self.num_seed_points, num_induced_points=self.num_induced_points,
             checkpoint_rows=self.checkpoint_rows, backend=self.backend,
-            recompute=all(m.recompute for m in self.modules()
-                          if isinstance(m, MZMultiheadAttention)))
+            recompute=activations(self) != 'stored')
 
     def _check_memory(self, center: Tensor, layout: SetLayout) -> None:
         r"""The memory guard (:obj:`memory_budget`): host sizes only."""
