@@ -26,8 +26,10 @@ alone, never by the verdict it gives (``docs/readings.md``).
 .. code-block:: text
 
     mzattn-repro readings [TASK ...] [--sets 2000] [--seed 0]
+    mzattn-repro readings --write      # also store the outcomes the reports read
 """
 import argparse
+import os.path as osp
 import statistics
 import sys
 from collections.abc import Callable, Sequence
@@ -36,6 +38,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+from mzattn.repro.core.evidence import EVIDENCE, CheckEvidence, GroupEvidence, save_evidence
 from mzattn.repro.core.readings import (
     Check,
     Reading,
@@ -154,15 +157,17 @@ def judge(check: Check, numbers: Sequence[float], ours: float,
     r"""Whether :obj:`ours` is consistent with the paper's :obj:`numbers`
     for :obj:`check` (the rule of ``docs/readings.md``)."""
     if check.statistic == "variance":
-        return _within_factor(ours, statistics.fmean(numbers), tolerance.variance_factor)
+        return within_factor(ours, statistics.fmean(numbers), tolerance.variance_factor)
     if check.statistic == "zero-r2":
-        return _within_factor(ours, min(numbers), tolerance.negative_r2_factor)
+        return within_factor(ours, min(numbers), tolerance.negative_r2_factor)
     if _plateau(numbers, tolerance):
         return abs(ours - statistics.fmean(numbers)) <= tolerance.r2
     return ours <= min(numbers) + tolerance.r2
 
 
-def _within_factor(ours: float, paper: float, factor: float) -> bool:
+def within_factor(ours: float, paper: float, factor: float) -> bool:
+    r"""Whether :obj:`ours` and :obj:`paper` have the same sign and differ
+    by at most :obj:`factor` either way."""
     return ours * paper > 0 and 1.0 / factor <= ours / paper <= factor
 
 
@@ -180,30 +185,50 @@ def _fmt(value: float) -> str:
     return f"{value:.2e}"
 
 
+@dataclass(frozen=True)
+class Assessed:
+    r"""One check of a group: what it asks in words (:func:`paper_target`)
+    and each reading's :class:`Outcome`, by reading name."""
+    check: Check
+    paper: str
+    outcomes: dict[str, Outcome]
+
+
+def assess_group(spec: ReadingsData, group: str, sets: int, seed: int = 0,
+                 statistic: Callable[..., float] = our_statistic) -> list[Assessed]:
+    r"""Every check of :obj:`group`, judged for each of its readings on
+    :obj:`sets` sets drawn with :obj:`seed`."""
+    readings = [r for r in spec.readings if r.group == group]
+    assessed = []
+    for check in (c for c in spec.checks if c.group == group):
+        numbers = paper_numbers(check)
+        outcomes = {}
+        for reading in readings:
+            value = statistic(reading, check, sets, seed)
+            outcomes[reading.name] = Outcome(value, judge(check, numbers, value, spec.tolerance))
+        assessed.append(Assessed(check, paper_target(check, numbers, spec.tolerance), outcomes))
+    return assessed
+
+
 def group_table(spec: ReadingsData, group: str, sets: int, seed: int = 0,
-                statistic: Callable[..., float] = our_statistic) -> list[str]:
+                statistic: Callable[..., float] = our_statistic,
+                assessed: list[Assessed] | None = None) -> list[str]:
     r"""The Markdown table of :obj:`group`: one row per check (the paper's
     number and rule, then each reading's statistic, ✓ or ✗), a row of the
-    readings' definitions, and the summary line."""
+    readings' definitions, and the summary line (from :obj:`assessed`
+    when given, else computed by :func:`assess_group`)."""
     readings = [r for r in spec.readings if r.group == group]
-    checks = [c for c in spec.checks if c.group == group]
+    if assessed is None:
+        assessed = assess_group(spec, group, sets, seed, statistic)
     lines = [f"### {group}", "",
              "| check | paper | " + " | ".join(r.name for r in readings) + " |",
              "| --- | --- |" + " --- |" * len(readings)]
-    outcomes: dict[str, list[Outcome]] = {r.name: [] for r in readings}
-    for check in checks:
-        numbers = paper_numbers(check)
-        cells = []
-        for reading in readings:
-            value = statistic(reading, check, sets, seed)
-            outcome = Outcome(value, judge(check, numbers, value, spec.tolerance))
-            outcomes[reading.name].append(outcome)
-            cells.append(f"{_fmt(value)} {'✓' if outcome.passes else '✗'}")
-        lines.append(f"| {check.label} | {paper_target(check, numbers, spec.tolerance)} | "
-                     + " | ".join(cells) + " |")
+    for item in assessed:
+        cells = (f"{_fmt(o.value)} {'✓' if o.passes else '✗'}" for o in item.outcomes.values())
+        lines.append(f"| {item.check.label} | {item.paper} | " + " | ".join(cells) + " |")
     lines.append("| reading | | " + " | ".join(r.text for r in readings) + " |")
-    lines += ["", summary_line(group, outcomes, checks)]
-    return lines
+    outcomes = {r.name: [item.outcomes[r.name] for item in assessed] for r in readings}
+    return [*lines, "", summary_line(group, outcomes, [item.check for item in assessed])]
 
 
 def summary_line(group: str, outcomes: dict[str, list[Outcome]],
@@ -230,19 +255,34 @@ def summary_line(group: str, outcomes: dict[str, list[Outcome]],
             f"{'; '.join(parts)}.")
 
 
+def evidence_of(group: str, assessed: list[Assessed]) -> GroupEvidence:
+    r"""The :class:`~mzattn.repro.core.evidence.GroupEvidence` of
+    :obj:`group`'s :obj:`assessed` checks, as reports read it."""
+    readings = tuple(assessed[0].outcomes) if assessed else ()
+    return GroupEvidence(group, readings, tuple(CheckEvidence(
+        item.check.label, item.check.table, item.paper,
+        values={name: o.value for name, o in item.outcomes.items()},
+        passes={name: o.passes for name, o in item.outcomes.items()}) for item in assessed))
+
+
 def readings_report(groups: Sequence[str] | None = None, sets: int = 2000, seed: int = 0,
-                    spec: ReadingsData | None = None) -> str:
+                    spec: ReadingsData | None = None, write: str | None = None) -> str:
     r"""The tables of :obj:`groups` (all when :obj:`None`), as printed by
-    :obj:`mzattn-repro readings`."""
+    :obj:`mzattn-repro readings`; with :obj:`write`, every group's outcome
+    is also stored there (:func:`~mzattn.repro.core.evidence.save_evidence`)."""
     spec = spec or load_readings()
-    lines = []
+    lines, evidence = [], []
     for group in groups or spec.groups:
-        lines += [*group_table(spec, group, sets, seed), ""]
+        assessed = assess_group(spec, group, sets, seed)
+        evidence.append(evidence_of(group, assessed))
+        lines += [*group_table(spec, group, sets, seed, assessed=assessed), ""]
+    if write:
+        save_evidence(evidence, sets=sets, seed=seed, path=write)
     return "\n".join(lines).rstrip() + "\n"
 
 
 def cli(argv: list[str] | None = None) -> int:
-    r""":obj:`mzattn-repro readings [TASK ...] [--sets N] [--seed S]`."""
+    r""":obj:`mzattn-repro readings [TASK ...] [--sets N] [--seed S] [--write [PATH]]`."""
     spec = load_readings()
     parser = argparse.ArgumentParser(
         prog="mzattn-repro readings",
@@ -254,6 +294,9 @@ def cli(argv: list[str] | None = None) -> int:
                         help="sets drawn per reading and check (default: 2000; half fit, "
                              "half score the set-size predictor)")
     parser.add_argument("--seed", type=int, default=0, help="data seed (default: 0)")
+    parser.add_argument("--write", nargs="?", const=EVIDENCE, default=None, metavar="PATH",
+                        help="also store every task's outcome, which the reports' verdicts "
+                             f"read (default PATH: {osp.relpath(EVIDENCE)}; all tasks only)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     unknown = [g for g in args.groups if g not in spec.groups]
     if unknown:
@@ -261,5 +304,7 @@ def cli(argv: list[str] | None = None) -> int:
         parser.error(f"unknown task {unknown}{hint} (choose from {', '.join(spec.groups)})")
     if args.sets < 20:
         parser.error(f"--sets must be at least 20 (got {args.sets})")
-    print(readings_report(args.groups or None, args.sets, args.seed, spec), end="")
+    if args.write and args.groups:
+        parser.error("--write stores every task: name none")
+    print(readings_report(args.groups or None, args.sets, args.seed, spec, args.write), end="")
     return 0

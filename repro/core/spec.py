@@ -125,11 +125,12 @@ class Column:
             :obj:`None` for the table's (:meth:`TableSpec.loss_of`).
             (default: :obj:`None`)
         reading (str, optional): Where the paper does not define this
-            column's target, the definition we chose, in a sentence. A claim
-            that fails on such a column is "inconclusive", never
-            "contradicted" (:func:`mzattn.repro.report.verdicts.decide`): it tested
-            our reading, not the paper's task. Whole tasks that are our
-            reading are in :obj:`TASK_READINGS`. (default: :obj:`""`)
+            column's target or protocol, the choice we made, in a sentence.
+            On a task with readings (:obj:`mzattn-repro readings`) the
+            paper's own numbers decide whether a claim may rest on the
+            column (:func:`mzattn.repro.core.evidence.column_reading`); on
+            any other task a claim on such a column is "inconclusive",
+            never decided. (default: :obj:`""`)
         variant_of (str, optional): Label of the column this one re-runs
             under another reading of its task (:func:`reading_variant`): its
             cells are set beside that column's paper numbers, and the
@@ -151,13 +152,6 @@ class Column:
         return {**row.overrides, **self.model_overrides.get(row.model, {})}
 
 
-REDUCTION_READING = ("the paper does not say how a set of d-dimensional vectors reduces to one "
-                     "number; ours reduces over all n·d entries "
-                     "(mzattn.datasets.synthetic.statistics.set_reduction)")
-r"""The :obj:`Column.reading` of the max / sum / median / range columns
-(Tables 6, 25, 29)."""
-
-
 SET_SIZE_NOTE = ("Under our reading, the max and the range of a set's entries grow with its "
                  "size: the mean training target per set size alone reaches a test R² of "
                  "0.103 on max and 0.198 on range (sum -0.003, median -0.009), on the splits "
@@ -177,26 +171,6 @@ TASK_F_NOTE = ("Rotation matching (Task F) as App. A.2 reads: the Chamfer distan
 r"""The note of the tables with Task F columns (2, 4, 6, 7)."""
 
 
-def _scale_reading(task: str, paper: str, ours: str) -> str:
-    return (f"the paper's Table 2 prints MSE and R² for every row, which puts the variance of "
-            f"its Task {task} test targets at {paper} (MSE / (1 - R²), within 1% across rows); "
-            f"ours, built as App. A.2 reads, has {ours} (test split, seed 0, `python -m "
-            "mzattn.repro.analysis.target_variance`): the paper's numbers come from another task")
-
-
-TASK_READINGS = {
-    "task_b": _scale_reading("B", "1,397", "0.44"),
-    "task_f": _scale_reading("F", "5,101", "3.6e-4"),
-    "task_g": _scale_reading("G", "730", "398"),
-}
-r"""Readings of whole tasks, by task name: the synthetic tasks whose target
-variance, as the paper's text defines them, is far from the one its own
-Table 2 implies (:mod:`mzattn.repro.analysis.target_variance`). Every column
-on them, at any dimension, is our reading (:func:`column_reading`). Task A
-is not among them: of its two definitions in App. A.2, the one we build
-has the paper's variance (19.9 against 18.1)."""
-
-
 def reading_variant(column: Column, reading: Any) -> Column:
     r""":obj:`column` under :obj:`reading`, a
     :class:`~mzattn.repro.core.readings.Reading` of :obj:`column`'s task
@@ -212,13 +186,6 @@ def reading_variant(column: Column, reading: Any) -> Column:
     return dataclasses.replace(column, label=f"{column.label} [{reading.name}]",
                                overrides={**column.overrides, **reading.overrides}, reading=text,
                                variant_of=column.label)
-
-
-def column_reading(column: Column) -> str:
-    r"""Why :obj:`column`'s target is our reading rather than the paper's
-    task (its own :obj:`Column.reading`, else its task's in
-    :obj:`TASK_READINGS`), or :obj:`""`."""
-    return column.reading or TASK_READINGS.get(column.task, "")
 
 
 @dataclass(frozen=True)

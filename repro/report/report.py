@@ -6,8 +6,9 @@ import os.path as osp
 import sys
 
 from mzattn.datasets.batching import BATCHINGS
+from mzattn.repro.core.evidence import column_reading
 from mzattn.repro.core.faults import atomic_write_text
-from mzattn.repro.core.spec import TableSpec, Verdict, column_reading
+from mzattn.repro.core.spec import TableSpec, Verdict
 from mzattn.repro.training.cells import table_dir
 
 from .convergence import convergence
@@ -148,14 +149,15 @@ def _header(spec: TableSpec, results: Results) -> list[str]:
 
 
 def _reading_lines(spec: TableSpec) -> list[str]:
-    # Columns whose target the paper leaves undefined: what we chose (no contradiction there).
-    read = [c for c in spec.columns if column_reading(c)]
+    # Columns whose target is a reading the paper's numbers do not imply for this table: a
+    # check on them, passed or failed, is inconclusive.
+    table = spec.paper or spec.key
+    read = [(c, reason) for c in spec.columns if (reason := column_reading(c, table))]
     if not read:
         return []
-    return ["Columns whose target is our reading, as the paper does not define it or its own "
-            "numbers come from another task (a failed check there is inconclusive, never "
-            "contradicted):", "",
-            *(f"- {c.label}: {column_reading(c)}." for c in read), ""]
+    return ["Columns whose target is a reading the paper's own numbers do not imply for this "
+            "table (a check on them is inconclusive, never reproduced or contradicted):", "",
+            *(f"- {c.label}: {reason}." for c, reason in read), ""]
 
 
 def render(spec: TableSpec, results: Results, figure: str | None = None,

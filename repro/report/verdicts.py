@@ -5,17 +5,20 @@ verdict also asks whether those numbers can decide the claim. A check
 decides only on runs that can: every cell behind it ran under the paper's
 protocol (profile :obj:`full`: the paper's split sizes, batch, optimiser
 and epoch cap) and converged (:func:`mzattn.repro.report.convergence.convergence`),
-for every seed, on a column whose target the paper defines.
+for every seed, on a column whose target the paper defines or reads as the
+paper's own numbers imply.
 
 - **reproduced**: every condition holds, on cells that can decide;
 - **contradicted**: a condition fails, and the cells behind the failing
   conditions can decide;
 - **inconclusive**: the check passes or fails, but some cell behind it ran
   at a reduced budget, did not converge, or sits on a column whose target is
-  our reading: of an undefined one, or of a task whose own numbers in the
-  paper come from another (:func:`~mzattn.repro.core.spec.column_reading`); the reasons name
-  the cells. Also a check that holds on the cells that ran while some of its
-  cells have not run (the check's :obj:`"partly run"`);
+  a reading of a task the paper leaves open that the paper's own numbers do
+  not imply for the claim's table (:func:`~mzattn.repro.core.evidence.column_reading`;
+  a column under the reading they imply decides, and the summary names
+  that reading); the reasons name the cells. Also a check that holds on
+  the cells that ran while some of its cells have not run (the check's
+  :obj:`"partly run"`);
 - **not run**: no condition of the check could be evaluated: the cells it
   needs have no finished run;
 - **pipeline check only**: every record is from the :obj:`smoke` profile,
@@ -26,7 +29,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from mzattn.repro.core.spec import Verdict, column_reading
+from mzattn.repro.core.evidence import column_reading
+from mzattn.repro.core.spec import Verdict
 
 from .claims import NOT_REPRODUCED, NOT_RUN, PARTLY_RUN, REPRODUCED
 from .convergence import convergence
@@ -56,14 +60,13 @@ def cell_state(record: dict[str, Any]) -> str | None:
 
 
 def _readings(results: Results, cells: Iterable[Cell]) -> list[str]:
-    # "A, B: targets are our reading (...)" for the columns of cells the paper leaves
-    # undefined, one line per reading.
-    columns: dict[str, list[str]] = {}
+    # "A, B: target is ... (why)" for the columns of cells whose reading the paper's numbers
+    # do not imply for this table, one line per reason.
+    table, columns = results.spec.paper or results.spec.key, {}
     for column in (results.spec.column(label) for label in sorted({c for _, c in cells})):
-        if reading := column_reading(column):
-            columns.setdefault(reading, []).append(column.label)
-    return [f"{', '.join(labels)}: {'targets are' if len(labels) > 1 else 'target is'} our "
-            f"reading ({reading})" for reading, labels in columns.items()]
+        if reason := column_reading(column, table):
+            columns.setdefault(reason, []).append(column.label)
+    return [f"{', '.join(labels)}: {reason}" for reason, labels in columns.items()]
 
 
 def _unsettled(results: Results, cells: Iterable[Cell]) -> tuple[list[str], int]:

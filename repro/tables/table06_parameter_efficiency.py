@@ -10,7 +10,6 @@ import dataclasses
 from mzattn.repro.core.readings import find_reading
 from mzattn.repro.core.spec import (
     QUICK,
-    REDUCTION_READING,
     SET_SIZE_NOTE,
     SMOKE,
     TASK_F_NOTE,
@@ -31,7 +30,7 @@ ROWS = (
     Row("MZ-Full (n_g=8, L=4)", "mz-full"),
 )
 MZ_ROWS = ["MZ-Slim (n_g=2, L=1)", "MZ-Med (n_g=4, L=2)", "MZ-Full (n_g=8, L=4)"]
-MAX = Column("Max", "set_max", reading=REDUCTION_READING)
+MAX = Column("Max", "set_max")
 ROTMATCH = Column("RotMatch", "task_f", {"d": 8})
 COLUMNS = (MAX, ROTMATCH, Column("MST", "task_g", {"d": 8}))
 PAPER_COLUMNS = tuple(column.label for column in COLUMNS)

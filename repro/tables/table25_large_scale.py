@@ -9,7 +9,6 @@ import dataclasses
 
 from mzattn.repro.core.spec import (
     QUICK,
-    REDUCTION_READING,
     SMOKE,
     Claim,
     Column,
@@ -31,7 +30,7 @@ SUM = "Sum d=64, n=200-500"
 SETTINGS = (("Max", 16, 10, 50), ("Max", 64, 200, 500), ("Max", 128, 500, 1000),
             ("Sum", 64, 200, 500), ("Range", 64, 200, 500), ("Range", 128, 500, 1000))
 COLUMNS = tuple(Column(f"{name} d={d}, n={lo}-{hi}", f"set_{name.lower()}",
-                       {"d": d, "n_min": lo, "n_max": hi}, reading=REDUCTION_READING)
+                       {"d": d, "n_min": lo, "n_max": hi})
                 for name, d, lo, hi in SETTINGS)
 
 PROFILES = {

@@ -6,7 +6,7 @@ from mzattn.repro.analysis.target_variance import (
     paper_variances,
     same_scale,
 )
-from mzattn.repro.core.spec import TASK_READINGS, column_reading
+from mzattn.repro.core.evidence import column_reading
 from mzattn.repro.tables.table02_main import SPEC as TABLE2
 from mzattn.repro.tables.table06_parameter_efficiency import SPEC as TABLE6
 
@@ -20,13 +20,14 @@ def test_the_papers_rows_agree_on_each_target_variance():
         assert sum(variances) / len(variances) == pytest.approx(expected, rel=0.005)
 
 
-@pytest.mark.parametrize("column,quoted", [("B", "0.44"), ("F", "3.6e-4"), ("G", "398")])
-def test_our_variances_are_the_quoted_ones_and_not_the_papers(tmp_path, column, quoted):
+@pytest.mark.parametrize("column,quoted,same", [("B", "0.44", False), ("F", "3.6e-4", False),
+                                                ("G", "398", True)])
+def test_our_variances_against_the_papers(tmp_path, column, quoted, same):
+    # G is 0.55 of the paper's: within the readings' factor 2 (readings.toml), B and F are not
     ours = our_variance(column, root=str(tmp_path))
     assert f"{ours:.2g}" == f"{float(quoted.replace(',', '')):.2g}"
     paper = sum(paper_variances(column)) / len(paper_variances(column))
-    assert not same_scale(paper, ours)
-    assert f"has {quoted} (test split" in TASK_READINGS[TABLE2.column(column).task]
+    assert same_scale(paper, ours) is same
 
 
 def test_task_a_has_the_papers_variance(tmp_path):
@@ -37,15 +38,16 @@ def test_task_a_has_the_papers_variance(tmp_path):
     assert same_scale(sum(paper_variances("A")) / len(paper_variances("A")), ours)
 
 
-def test_every_column_on_such_a_task_is_a_reading():
+def test_the_columns_whose_variance_is_off_cannot_decide():
     assert set(COLUMNS) == {"A", "B", "F", "G"}
-    for label in ("B", "F", "G"):
-        assert column_reading(TABLE2.column(label)).startswith("the paper's Table 2 prints")
-    assert column_reading(TABLE2.column("A")) == ""  # its variance is the paper's
-    assert column_reading(TABLE2.column("D")) == ""  # few-shot retrieval: no MSE beside R²
-    assert "Task G test targets at 730" in column_reading(TABLE6.column("MST"))
-    assert column_reading(TABLE6.column("Max")).startswith("the paper does not say")
-    assert same_scale(100.0, 124.0) and not same_scale(100.0, 126.0)
+    for label in ("B", "F"):
+        assert "variance · table2" in column_reading(TABLE2.column(label), "table2")
+    for label in ("A", "G", "D"):  # D, few-shot retrieval: no MSE beside R², no reading
+        assert column_reading(TABLE2.column(label), "table2") == ""
+    assert column_reading(TABLE6.column("MST"), "table6") == ""
+    assert column_reading(TABLE6.column("Max"), "table6").startswith("max read as entries")
+    assert same_scale(100.0, 199.0) and same_scale(100.0, 51.0)
+    assert not same_scale(100.0, 201.0) and not same_scale(100.0, -100.0)
 
 
 def test_cli_prints_the_table(tmp_path, capsys, monkeypatch):

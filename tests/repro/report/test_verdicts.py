@@ -117,33 +117,43 @@ def test_a_margin_around_another_cell_rests_on_that_cell_too(tmp_path):
     assert verdict.status == CONTRADICTED, verdict.detail
 
 
-def test_a_task_whose_paper_numbers_come_from_another_is_our_reading(tmp_path):
-    # Table 6's MST is Task G: the paper's Table 2 implies another target variance
+def test_a_reading_the_papers_numbers_imply_decides(tmp_path):
+    # Table 6's MST is Task G as built (the mixture), the reading every check of the paper's
+    # numbers supports: MZ-Slim below the Standard there contradicts the claim
     out, mst = str(tmp_path), TABLE6.column("MST")
     _write(out, "MZ-Slim (n_g=2, L=1)", 0.1, _record(PLATEAU, cap=40), spec=TABLE6, column=mst)
     _write(out, "Standard", 0.4, _record(PLATEAU, cap=40), spec=TABLE6, column=mst)
     verdict = dict(verdicts(TABLE6, Results(TABLE6, load_records(out, TABLE6.key))))[
         TABLE6.claims[0].text]
-    assert verdict.status == INCONCLUSIVE, verdict.detail
-    assert "MST: target is our reading (the paper's Table 2 prints MSE and R²" in verdict.detail
+    assert verdict.status == CONTRADICTED, verdict.detail
 
 
-def test_a_column_that_is_our_reading_never_contradicts(tmp_path):
-    # Table 29's max: the paper does not define how a set of vectors reduces to a number
+def test_a_reading_the_papers_numbers_rule_out_never_decides(tmp_path):
+    # Table 29's Max as built reduces over all n·d entries; the paper's numbers imply
+    # Σ_j max_i x_ij (per-dim-sum), whose column decides the same claim
     out = str(tmp_path)
     for row, r2 in (("MZAttn (ours)", 0.02), ("Slot Attention", 0.05), ("Deep Sets", 0.05),
                     ("Set Transformer", 0.03)):
         _write(out, row, r2, _record(PLATEAU, cap=40), spec=TABLE29)
+        _write(out, row, r2, _record(PLATEAU, cap=40), spec=TABLE29,
+               column=TABLE29.column("Max [per-dim-sum]"))
     results = Results(TABLE29, load_records(out, TABLE29.key))
-    verdict = dict(verdicts(TABLE29, results))[TABLE29.claims[1].text]
+    decided = dict(verdicts(TABLE29, results))
+    verdict = decided[TABLE29.claims[1].text]
     assert verdict.status == INCONCLUSIVE, verdict.detail
-    assert "Max: target is our reading (the paper does not say" in verdict.detail
+    assert "Max: max read as entries (max over all n·d entries" in verdict.detail
+    assert "the paper's numbers imply per-dim-sum" in verdict.detail
     assert verdict.convergence == "4/4 runs at the paper's protocol and converged"
-    assert "- Max: the paper does not say how" in open(write_report(TABLE29, out)).read()
+    under = next(v for text, v in decided.items() if "[per-dim-sum]" in text
+                 and "MZAttn is best" in text)
+    assert under.status == CONTRADICTED, under.detail
+    report = open(write_report(TABLE29, out)).read()
+    assert "- Max: max read as entries" in report and "- Max [per-dim-sum]" not in report
 
 
-def test_columns_that_share_a_reading_are_named_once(tmp_path):
-    # Table 29's first claim reads every column; all four share one reading
+def test_columns_that_share_a_reason_are_named_once(tmp_path):
+    # Table 29's first claim reads every column: Sum and Range as built are the readings the
+    # paper's numbers imply, Max is not, and no reading of Median passes any check
     out = str(tmp_path)
     for column in TABLE29.columns:
         for row in TABLE29.rows:
@@ -151,8 +161,10 @@ def test_columns_that_share_a_reading_are_named_once(tmp_path):
     results = Results(TABLE29, load_records(out, TABLE29.key))
     verdict = dict(verdicts(TABLE29, results))[TABLE29.claims[0].text]
     assert verdict.status == INCONCLUSIVE, verdict.detail
-    assert verdict.detail.count("our reading") == 1
-    assert "Max, Median, Range, Sum: targets are our reading (" in verdict.detail
+    assert verdict.detail.count("max read as entries") == 1
+    assert "Median: median read as entries" in verdict.detail
+    assert "no reading of it passes any check" in verdict.detail
+    assert "Sum:" not in verdict.detail and "Range:" not in verdict.detail
 
 
 @pytest.mark.parametrize("profile,status", [("quick", INCONCLUSIVE), ("smoke", PIPELINE_ONLY)])
