@@ -1,9 +1,14 @@
 import subprocess
+import threading
 
 import pytest
-from mzattn.repro.campaign import CAMPAIGNS, Entry, cli
+from filelock import FileLock
+from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli
 from mzattn.repro.engine.commit import ResultsRepository
 from mzattn.repro.report.summary import README_END, begin_marker
+from mzattn.repro.training.parking import park, parked_dir
+
+from tests.repro.training.test_parking import _fake_checkpoints
 
 
 def _git(repo, *args):
@@ -16,7 +21,9 @@ def repo(tmp_path):
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "config", "user.name", "test")
     _git(tmp_path, "config", "user.email", "test@example.com")
-    (tmp_path / ".gitignore").write_text("/results/smoke/\n")
+    # as the project's: checkpoints and locks stay out of git, parked checkpoints do not
+    (tmp_path / ".gitignore").write_text("/results/smoke/\n/results/**/ckpt/\n"
+                                         "/results/**/locks/\n")
     (tmp_path / "README.md").write_text("# a project\n")
     _git(tmp_path, "add", ".")
     _git(tmp_path, "commit", "-q", "-m", "start")
@@ -106,3 +113,26 @@ def test_commit_keeps_the_readme_verdict_table_with_the_cells(repo, data_root, m
     assert _git(repo, "show", "HEAD:README.md") == committed  # not rebuilt, not committed
     assert _git(repo, "status", "--porcelain").splitlines() == [" M README.md"]
     assert "README.md has uncommitted changes" in capsys.readouterr().out
+
+
+def _ls(repo, folder):
+    return _git(repo, "ls-files", "--", folder).split()
+
+
+def test_a_park_commit_waits_for_the_git_lock(repo):
+    out = repo / "results" / "full"
+    (cell, _) = campaign_cells("paper-protocol", (0, 1), "smoke")[:2]
+    _fake_checkpoints(str(out), cell)
+    assert park(str(out), cell)
+    repository, committed = ResultsRepository(str(out)), []
+    with FileLock(str(out / "locks" / "git.lock")):  # a campaign's commit in another process
+        thread = threading.Thread(
+            target=lambda: committed.append(repository.commit_parked("campaign x", [cell])))
+        thread.start()
+        thread.join(0.5)
+        assert thread.is_alive() and committed == []
+    thread.join(10)
+    assert committed == [[cell.cell_id]]
+    assert _ls(repo, parked_dir(str(out), cell)) == [
+        f"results/full/{cell.table}/parked/{cell.cell_id}/{name}"
+        for name in ("best.ckpt", "last.ckpt")]
