@@ -131,7 +131,8 @@ def _copy(source: str, target: str, attempts: int = ATTEMPTS) -> bool:
         if _stamps(source) == before:
             _write_together(target, contents)
             return True
-        time.sleep(0.1 * (attempt + 1))  # replaced while read: the cell saved an epoch
+        if attempt + 1 < attempts:  # replaced while read: the cell saved an epoch
+            time.sleep(0.1 * (attempt + 1))
     raise ParkError(f"{source}: its checkpoints changed during each of {attempts} copies; "
                     "nothing was copied")
 
