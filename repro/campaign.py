@@ -4,7 +4,10 @@ over many sessions (:obj:`mzattn-repro campaign NAME`).
 A campaign is resumable by construction: finished cells are skipped, a
 killed cell resumes from its :obj:`last.ckpt`, and each cell runs under its
 own lock, so separate invocations share the list without running a cell
-twice. Its cells are dispatched like a table's (:mod:`.engine.launch`: in process,
+twice. Checkpoints are not kept by git: :obj:`--park` copies those of the
+cells not finished to a folder that git keeps, and with :obj:`--commit`
+commits them (:mod:`.training.parking`), so that a session on a fresh clone
+resumes them. Its cells are dispatched like a table's (:mod:`.engine.launch`: in process,
 :obj:`--jobs N` worker processes, or :obj:`--launcher slurm`), and after
 every cell the table's report is rebuilt; with :obj:`--commit` the cell is
 also committed to git (:mod:`.engine.commit`). :obj:`--status` prints the plan
@@ -37,10 +40,13 @@ from .training.cells import (
     RunOptions,
     cell_config,
     cell_path,
+    checkpoint_dir,
+    is_finished,
     lock_path,
     log_path,
     peek_record,
 )
+from .training.parking import ParkError, park, parked_dir, parked_history
 from .training.twins import find_twin, run_of
 
 
@@ -204,6 +210,48 @@ def _committer(name: str, repository: ResultsRepository) -> Callable[[Cell, str]
     return commit
 
 
+def park_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,), profile: str = PROFILE,
+                  batching: str = "masked") -> tuple[list[Cell], list[Cell]]:
+    r"""Parks (:func:`~.training.parking.park`) every cell of campaign
+    :obj:`name` that has a :obj:`last.ckpt` and no finished record, saying
+    each; returns the cells parked and those whose checkpoints kept changing
+    while they were copied (not parked)."""
+    parked, failed = [], []
+    for cell in campaign_cells(name, seeds, profile, batching):
+        if is_finished(_record(out, cell), cell_config(load_spec(cell.table), cell, profile)):
+            continue
+        try:
+            if not park(out, cell):
+                continue
+        except ParkError as error:
+            say(f"--park: {cell.table}/{cell.cell_id} not parked: {error}")
+            failed.append(cell)
+            continue
+        parked.append(cell)
+        epochs = len(parked_history(out, cell))
+        say(f"--park: parked {cell.table}/{cell.cell_id} ({epochs} epochs done) in "
+            f"{parked_dir(out, cell)}")
+    return parked, failed
+
+
+def _park_cli(args: argparse.Namespace) -> int:
+    # --park [--commit]: 0 when every cell with a checkpoint was parked (and committed)
+    parked, failed = park_campaign(args.name, args.out, tuple(args.seeds), args.profile,
+                                   args.batching)
+    if not parked and not failed:
+        say("--park: no cell of the campaign has a checkpoint to park")
+    if args.commit and parked:
+        try:
+            committed = ResultsRepository(args.out).commit_parked(f"campaign {args.name}",
+                                                                  parked)
+        except RuntimeError as error:
+            say(f"--commit: the parks were not committed: {error}")
+            return 1
+        say(f"--commit: committed the parks of {', '.join(committed)}" if committed
+            else "--commit: the parks are as committed already")
+    return 1 if failed else 0
+
+
 def _history(out: str, cell: Cell) -> list[dict[str, str]]:
     path = log_path(out, cell)
     if not osp.exists(path):
@@ -246,7 +294,9 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
     the cell's last epochs once it has some, else estimated by timing one
     training step (:func:`~mzattn.repro.engine.launch.CellRun.cost`, marked
     :obj:`≈`). A cell with the run of a cell above it in another table
-    (:mod:`~mzattn.repro.training.twins`) costs nothing: it takes that cell's record."""
+    (:mod:`~mzattn.repro.training.twins`) costs nothing: it takes that cell's record.
+    A cell whose only checkpoint is parked (:mod:`~mzattn.repro.training.parking`,
+    a fresh clone) is :obj:`parked`, its epochs those its park keeps."""
     from .report.convergence import convergence
     lines = ["| table | cell | state | epochs | s/epoch | left at cap (h) | convergence |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -254,6 +304,9 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
     runs: dict[tuple[str, str], Cell] = {}  # the first cell of the campaign with each run
     for cell in campaign_cells(name, seeds, profile, batching):
         record, rows = _record(out, cell), _history(out, cell)
+        parked = not osp.exists(osp.join(checkpoint_dir(out, cell), "last.ckpt")) \
+            and osp.exists(osp.join(parked_dir(out, cell), "last.ckpt"))
+        rows = rows or (parked_history(out, cell) if parked else [])  # a fresh clone's
         spec = load_spec(cell.table)
         cap = spec.profile(profile).max_epochs
         epoch_s = sum(float(r["epoch_time_s"]) for r in rows[-5:]) / len(rows[-5:]) \
@@ -269,7 +322,7 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
             state, left, conv = f"twin of {first.table}/{first.cell_id}", 0.0, ""
         else:
             state = "running" if _held(out, cell) else (
-                "failed" if record is not None else "queued")
+                "failed" if record is not None else "parked" if parked else "queued")
             left = None if epoch_s is None else epoch_s * (cap - len(rows)) / 3600
             conv = ""
         total_left += left or 0.0
@@ -289,7 +342,7 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
 
 def cli(argv: list[str]) -> int:
     r""":obj:`mzattn-repro campaign NAME [--out DIR] [--seeds 0,1,2]
-    [--jobs N | --launcher slurm] [--status] [--commit [--readme README.md]]`."""
+    [--jobs N | --launcher slurm] [--status | --park] [--commit [--readme README.md]]`."""
     parser = argparse.ArgumentParser(prog="mzattn-repro campaign",
                                      description="run a named campaign of cells to completion")
     parser.add_argument("name", choices=sorted(CAMPAIGNS))
@@ -301,7 +354,12 @@ def cli(argv: list[str]) -> int:
                              "tables have 3-5)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads per cell")
     add_batching_argument(parser)
-    parser.add_argument("--status", action="store_true", help="print the plan and progress")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--status", action="store_true", help="print the plan and progress")
+    what.add_argument("--park", action="store_true",
+                      help="copy the checkpoints of the cells not finished to "
+                           "{out}/{table}/parked/ (kept by git; a later session resumes from "
+                           "them), and with --commit commit them; trains nothing")
     parser.add_argument("--commit", action="store_true",
                         help="commit each finished cell, with its log and the rebuilt reports, "
                              "to the git repository that holds --out")
@@ -316,11 +374,15 @@ def cli(argv: list[str]) -> int:
         return 0
     if args.readme and not args.commit:
         parser.error("--readme goes with --commit")
+    if args.readme and args.park:
+        parser.error("--readme goes with a run, not with --park")
     if args.commit:  # refused before any cell runs
         try:
             ResultsRepository(args.out, args.readme)
         except ValueError as error:
             parser.error(str(error))
+    if args.park:
+        return _park_cli(args)
     try:
         statuses = run_campaign(args.name, args.out, tuple(args.seeds),
                                 options=RunOptions(progress=False),

@@ -15,11 +15,23 @@ are. The one exception is a README named by :obj:`--readme`: its verdict
 table is rebuilt from the folders its marker lists and committed with the
 cell, so that every commit's README agrees with its results, unless the
 README has changes of the user's, which are never committed.
+
+Checkpoints are not kept by git, so that a cell that needs more than one
+session resumes in a later one only from a park
+(:mod:`~mzattn.repro.training.parking`, :obj:`mzattn-repro campaign NAME
+--park --commit`): :meth:`ResultsRepository.commit_parked` commits the
+parked checkpoints of the cells it is given and nothing else. A finished
+cell's commit records the removal of its parked folder, never another
+cell's park: a park is committed only by :meth:`~ResultsRepository.commit_parked`.
+Both hold the folder's git lock (:obj:`{out}/locks/git.lock`), so that a
+park committed beside a running campaign never meets its commits.
 """
 import os
 import os.path as osp
 import subprocess
+from collections.abc import Sequence
 
+from filelock import FileLock
 from mzattn.repro.report.summary import (
     folder_summaries,
     readme_folders,
@@ -28,6 +40,8 @@ from mzattn.repro.report.summary import (
     update_readme,
     write_summary,
 )
+from mzattn.repro.training.cells import Cell
+from mzattn.repro.training.parking import NAMES, parked_dir
 
 
 class ResultsRepository:
@@ -78,17 +92,43 @@ class ResultsRepository:
         files (their logs, reports, figures; not the logs of cells still
         running), as one commit :obj:`"{subject}: {cell ids}"`. Returns the
         cells committed (none: no commit)."""
-        if not self.uncommitted_cells():
-            return []
-        self._write_summary()
-        untracked = self._untracked()
-        cells = [path for path in untracked if _kind(path) == "cells"]
-        self._git("add", "--", *(path for path in untracked if _kind(path) != "logs"
-                                 or osp.exists(osp.join(self.root, _cell_of(path)))))
-        names = ", ".join(osp.splitext(osp.basename(cell))[0] for cell in cells)
-        self._git("commit", "-q", "-m", f"{subject}: {names}", "--",
-                  osp.relpath(self.out, self.root), *self._rebuilt_readme())
-        return cells
+        with self._lock():
+            if not self.uncommitted_cells():
+                return []
+            self._write_summary()
+            untracked = self._untracked()
+            cells = [path for path in untracked if _kind(path) == "cells"]
+            self._git("add", "--", *(path for path in untracked if not _parked(path) and (
+                _kind(path) != "logs" or osp.exists(osp.join(self.root, _cell_of(path))))))
+            names = ", ".join(osp.splitext(osp.basename(cell))[0] for cell in cells)
+            self._git("commit", "-q", "-m", f"{subject}: {names}", "--",
+                      osp.relpath(self.out, self.root), *self._parks_on_disk(),
+                      *self._rebuilt_readme())
+            return cells
+
+    def commit_parked(self, subject: str, cells: Sequence[Cell]) -> list[str]:
+        r"""Commits the parked checkpoints of :obj:`cells`
+        (:func:`~mzattn.repro.training.parking.park`) that changed, and
+        nothing else of the repository, as one commit :obj:`"{subject}:
+        park {cell ids}"`. Returns the cell ids committed (none: no
+        commit)."""
+        with self._lock():
+            folders = [osp.relpath(parked_dir(self.out, cell), self.root) for cell in cells
+                       if osp.isdir(parked_dir(self.out, cell))]
+            if not folders:
+                return []
+            files = [path for folder in folders for path in
+                     (osp.join(folder, name) for name in NAMES)
+                     if osp.exists(osp.join(self.root, path))]
+            self._git("add", "-u", "--", *folders)  # a best.ckpt no longer parked goes
+            self._git("add", "--", *files)  # by name: never a temporary file of a park
+            changed = self._git("diff", "--cached", "--name-only", "--", *folders).split()
+            ids = [osp.basename(folder) for folder in folders
+                   if any(path.startswith(folder + "/") for path in changed)]
+            if ids:
+                self._git("commit", "-q", "-m", f"{subject}: park {', '.join(ids)}", "--",
+                          *folders)
+            return ids
 
     def readme_edited(self) -> bool:
         r"""Whether the README has changes, staged or not, that are not
@@ -108,6 +148,17 @@ class ResultsRepository:
                            osp.relpath(self.out, self.root))
         return sorted(line for line in listed.splitlines() if line)
 
+    def _parks_on_disk(self) -> list[str]:
+        # pathspecs that leave out every tracked parked file still on disk: a commit of
+        # finished cells records the removal of their parks, never a park (commit_parked's)
+        tracked = self._git("ls-files", "--", osp.relpath(self.out, self.root)).splitlines()
+        return [f":(exclude,literal){path}" for path in tracked
+                if _parked(path) and osp.exists(osp.join(self.root, path))]
+
+    def _lock(self) -> FileLock:
+        os.makedirs(osp.join(self.out, "locks"), exist_ok=True)
+        return FileLock(osp.join(self.out, "locks", "git.lock"))
+
     def _write_summary(self) -> None:
         write_summary(self.out, summary_rows(self.out, specs_in(self.out)))
 
@@ -124,6 +175,11 @@ def _kind(path: str) -> str:
     folder = osp.basename(osp.dirname(path))
     return folder if (folder, osp.splitext(path)[1]) in (("cells", ".json"),
                                                           ("logs", ".csv")) else ""
+
+
+def _parked(path: str) -> bool:
+    # whether `path` is a file of {table}/parked/{id}/ (parking.py's layout)
+    return osp.basename(osp.dirname(osp.dirname(path))) == "parked"
 
 
 def _cell_of(log: str) -> str:

@@ -3,7 +3,8 @@ validation split, test once, and write one JSON record atomically.
 
 A finished cell's JSON is never recomputed; a killed cell resumes from its
 last checkpoint (optimiser, scheduler, early-stopping and model-selection
-state included); a failed cell is recorded with its traceback and the
+state included), or from the one an earlier session parked in git
+(:mod:`~mzattn.repro.training.parking`); a failed cell is recorded with its traceback and the
 table goes on.
 """
 import contextlib
@@ -385,7 +386,9 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
     The model with the lowest validation loss is restored before the single
     test evaluation. A :obj:`last.ckpt` left by a killed run is resumed,
     in the middle of an epoch when a signal stopped it there
-    (:class:`~mzattn.repro.training.checkpoints.StopBetweenSteps`).
+    (:class:`~mzattn.repro.training.checkpoints.StopBetweenSteps`), and
+    without one a park of an earlier session
+    (:func:`~mzattn.repro.training.parking.unpark`).
     """
     profile = column_profile(spec.profile(profile_name), cell.column)
     pl.seed_everything(cell.seed, workers=True, verbose=False)
@@ -403,6 +406,8 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
         default_root_dir=ckpt_dir, num_sanity_val_steps=0,
         plugins=[AtomicCheckpointIO(stage_name(cell))])
     last = osp.join(ckpt_dir, "last.ckpt")
+    from .parking import unpark  # parking.py imports this module
+    unpark(out, cell)  # a park of an earlier session, when the cell has no last.ckpt here
     resumed = resumable(last, module)  # a corrupt or foreign one is set aside: a restart
     # AtomicCheckpointIO loads with weights_only=True whatever Lightning asks for
     trainer.fit(module, datamodule=data, ckpt_path=last if resumed else None)
@@ -448,10 +453,12 @@ def device_name(device: torch.device) -> str:
 
 
 def _remove_checkpoints(out: str, cell: Cell) -> None:
+    from .parking import remove_parked  # parking.py imports this module
     folder = checkpoint_dir(out, cell)
     shutil.rmtree(folder, ignore_errors=True)
     with contextlib.suppress(OSError):  # the table's ckpt/ folder, once empty
         os.rmdir(osp.dirname(folder))
+    remove_parked(out, cell)
 
 
 def _better(new: dict[str, Any], old: dict[str, Any] | None) -> bool:
@@ -618,7 +625,9 @@ def save_record(record: dict[str, Any], out: str, cell: Cell,
                 options: RunOptions) -> dict[str, Any]:
     r"""Adds the environment to :obj:`record` and writes it as :obj:`cell`'s
     JSON (global rank zero, unless the JSON holds a better one), removing a
-    finished cell's checkpoints unless :obj:`options` keeps them; returns it."""
+    finished cell's checkpoints, parked ones included
+    (:func:`~mzattn.repro.training.parking.remove_parked`), unless
+    :obj:`options` keeps them; returns it."""
     record |= environment_record()
     if rank_zero_only.rank == 0 and _better(record, peek_record(cell_path(out, cell))):
         write_json_atomic(record, cell_path(out, cell))

@@ -188,3 +188,30 @@ def test_a_campaign_that_ran_nothing_for_busy_cells_does_not_exit_0(tmp_path, mo
     assert cli(["one", "--out", str(tmp_path), "--profile", "smoke"]) == code
     assert ("another run holds their locks" in capsys.readouterr().err) == \
         ("busy" in statuses.values())
+
+
+def test_status_shows_a_parked_cell_with_the_epochs_of_its_park(tmp_path, monkeypatch):
+    import torch
+    from mzattn.repro.training.cells import checkpoint_dir, log_path
+    from mzattn.repro.training.history import FIELDS, write_csv_atomic
+    from mzattn.repro.training.parking import parked_dir
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    out, (cell,) = str(tmp_path), campaign_cells("one")
+    rows = [dict.fromkeys(FIELDS, 1.0) | {"epoch": epoch, "epoch_time_s": 30.0 * epoch}
+            for epoch in (1, 2)]
+    parked = tmp_path / parked_dir(out, cell) / "last.ckpt"
+    parked.parent.mkdir(parents=True)
+    torch.save({"callbacks": {"History": {"rows": rows}}}, parked)  # as History keeps them
+    cap = load_spec("table3").profile("full").max_epochs
+    hours = 45.0 * (cap - 2) / 3600
+
+    def line() -> str:
+        (found,) = [row for row in status_lines("one", out) if f"| {cell.cell_id} |" in row]
+        return found
+    assert f"| parked | 2/{cap} | 45.0 | {hours:.2f} |" in line()  # a fresh clone's
+
+    write_csv_atomic(rows[:1], log_path(out, cell))  # resumed: its own checkpoint and log
+    live = tmp_path / checkpoint_dir(out, cell) / "last.ckpt"
+    live.parent.mkdir(parents=True)
+    live.write_bytes(parked.read_bytes())
+    assert f"| queued | 1/{cap} | 30.0 |" in line()

@@ -1,9 +1,16 @@
+import shutil
 import subprocess
+import threading
 
 import pytest
-from mzattn.repro.campaign import CAMPAIGNS, Entry, cli
+from filelock import FileLock
+from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli
 from mzattn.repro.engine.commit import ResultsRepository
 from mzattn.repro.report.summary import README_END, begin_marker
+from mzattn.repro.training.cells import checkpoint_dir
+from mzattn.repro.training.parking import park, parked_dir
+
+from tests.repro.training.test_parking import _fake_checkpoints
 
 
 def _git(repo, *args):
@@ -16,7 +23,9 @@ def repo(tmp_path):
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "config", "user.name", "test")
     _git(tmp_path, "config", "user.email", "test@example.com")
-    (tmp_path / ".gitignore").write_text("/results/smoke/\n")
+    # as the project's: checkpoints and locks stay out of git, parked checkpoints do not
+    (tmp_path / ".gitignore").write_text("/results/smoke/\n/results/**/ckpt/\n"
+                                         "/results/**/locks/\n")
     (tmp_path / "README.md").write_text("# a project\n")
     _git(tmp_path, "add", ".")
     _git(tmp_path, "commit", "-q", "-m", "start")
@@ -106,3 +115,71 @@ def test_commit_keeps_the_readme_verdict_table_with_the_cells(repo, data_root, m
     assert _git(repo, "show", "HEAD:README.md") == committed  # not rebuilt, not committed
     assert _git(repo, "status", "--porcelain").splitlines() == [" M README.md"]
     assert "README.md has uncommitted changes" in capsys.readouterr().out
+
+
+def _ls(repo, folder):
+    return _git(repo, "ls-files", "--", folder).split()
+
+
+def test_parks_are_committed_alone_and_leave_with_their_finished_cell(repo, data_root,
+                                                                      monkeypatch, capsys):
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    monkeypatch.setenv("MZATTN_DATA", data_root)
+    out = repo / "results" / "full"
+    args = ["one", "--out", str(out), "--profile", "smoke", "--threads", "1"]
+    assert cli([*args, "--seeds", "2"]) == 0  # finished, not committed
+    capsys.readouterr()
+    s0, s1, s2 = campaign_cells("one", (0, 1, 2), "smoke")
+    for cell in (s0, s1, s2):  # two cells training, and the finished one's leftovers
+        _fake_checkpoints(str(out), cell, f"last of {cell.seed}".encode(), b"best")
+    (repo / "README.md").write_text("# a project, edited\n")  # work of the user's
+    _git(repo, "add", "README.md")
+    stray = out / "table3" / "parked" / s0.cell_id / ".tmp-x-last.ckpt"  # a killed park's
+    stray.parent.mkdir(parents=True)
+    stray.write_text("partial")
+
+    assert cli([*args, "--seeds", "0,1,2", "--park", "--commit"]) == 0
+    said = capsys.readouterr().out
+    assert f"parked table3/{s0.cell_id} (0 epochs done)" in said and s2.cell_id not in said
+    assert _git(repo, "log", "-1", "--format=%s") == \
+        f"campaign one: park {s0.cell_id}, {s1.cell_id}\n"
+    parked = [f"results/full/table3/parked/{cell.cell_id}/{name}" for cell in (s0, s1)
+              for name in ("best.ckpt", "last.ckpt")]
+    assert _ls(repo, "results") == parked
+    assert _git(repo, "diff", "--cached", "--name-only") == "README.md\n"  # left staged
+    assert cli([*args, "--seeds", "0,1,2", "--park", "--commit"]) == 0  # nothing new
+    assert "the parks are as committed already" in capsys.readouterr().out
+    assert _ls(repo, "results") == parked
+
+    _fake_checkpoints(str(out), s1, b"last of 1, an epoch later", b"best")
+    assert park(str(out), s1)  # parked, not committed
+    shutil.rmtree(checkpoint_dir(str(out), s0))  # a fresh clone
+    assert cli([*args, "--seeds", "0", "--commit"]) == 0  # its park does not load: a restart
+    assert "not a loadable checkpoint" in capsys.readouterr().err
+    assert _git(repo, "log", "-2", "--format=%s").splitlines() == [
+        f"campaign one: {s0.cell_id}", f"campaign one: {s2.cell_id}"]
+    removed = _git(repo, "show", "--name-status", "--format=", "HEAD").splitlines()
+    assert {f"D\t{path}" for path in parked[:2]} <= set(removed)
+    assert _ls(repo, "results/full/table3/parked") == parked[2:]
+    assert not (out / "table3" / "parked" / s0.cell_id / "last.ckpt").exists()
+    assert _git(repo, "status", "--porcelain", "--", "results/full/table3/parked") == \
+        f" M results/full/table3/parked/{s1.cell_id}/last.ckpt\n"  # its park, not committed
+
+
+def test_a_park_commit_waits_for_the_git_lock(repo):
+    out = repo / "results" / "full"
+    (cell, _) = campaign_cells("paper-protocol", (0, 1), "smoke")[:2]
+    _fake_checkpoints(str(out), cell)
+    assert park(str(out), cell)
+    repository, committed = ResultsRepository(str(out)), []
+    with FileLock(str(out / "locks" / "git.lock")):  # a campaign's commit in another process
+        thread = threading.Thread(
+            target=lambda: committed.append(repository.commit_parked("campaign x", [cell])))
+        thread.start()
+        thread.join(0.5)
+        assert thread.is_alive() and committed == []
+    thread.join(10)
+    assert committed == [[cell.cell_id]]
+    assert _ls(repo, parked_dir(str(out), cell)) == [
+        f"results/full/{cell.table}/parked/{cell.cell_id}/{name}"
+        for name in ("best.ckpt", "last.ckpt")]

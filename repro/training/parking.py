@@ -1,0 +1,158 @@
+r"""Parked checkpoints: a copy of a cell's checkpoints in a folder that git
+keeps, so that a cell resumes in a later session on a fresh clone of the
+repository (:obj:`mzattn-repro campaign NAME --park`).
+
+A cell's checkpoints (:func:`~mzattn.repro.training.cells.checkpoint_dir`)
+are ignored by git, so that a session that ends on another machine loses
+them. :func:`park` copies its :obj:`last.ckpt` and :obj:`best.ckpt` to
+:obj:`{out}/{table}/parked/{cell_id}/` (:func:`parked_dir`), which git does
+not ignore; :func:`unpark` copies them back when the cell starts without a
+:obj:`last.ckpt` of its own, and the cell resumes from them as from its own
+(:func:`~mzattn.repro.training.checkpoints.resumable`: one that does not
+load is set aside and the cell restarts; the paths of the callback state
+are re-rooted in the clone's folder by
+:class:`~mzattn.repro.training.checkpoints.CellCheckpoint`). A finished
+cell's parked folder is removed with its checkpoints (:func:`remove_parked`).
+
+A park may copy the checkpoints of a cell that trains in another process:
+Lightning replaces them with :func:`os.replace` (a new inode each time), so
+a copy whose sources changed while it read them is taken again, and the
+two files of a park are always of one moment. They are written to
+temporary files first and renamed in place only once both are complete,
+:obj:`best.ckpt` first (a :obj:`last.ckpt` never names a best epoch later
+than the :obj:`best.ckpt` beside it): a failed park leaves the previous one
+as it was.
+"""
+import contextlib
+import os
+import os.path as osp
+import shutil
+import time
+from typing import Any
+
+from mzattn.repro.core.faults import atomic_write
+
+from .cells import Cell, checkpoint_dir, table_dir
+from .checkpoints import safe_load
+
+NAMES = ("best.ckpt", "last.ckpt")
+r"""The files of a park, in the order they are renamed into place."""
+
+ATTEMPTS = 5
+r"""Copies :func:`park` tries while the cell's checkpoints keep changing."""
+
+
+class ParkError(RuntimeError):
+    r"""The checkpoints of a cell kept changing while :func:`park` copied
+    them; nothing was parked."""
+
+
+def parked_dir(out: str, cell: Cell) -> str:
+    r"""Parked checkpoints of a cell: :obj:`{out}/{table}/parked/{cell_id}`."""
+    return osp.join(table_dir(out, cell.table), "parked", cell.cell_id)
+
+
+def park(out: str, cell: Cell, attempts: int = ATTEMPTS) -> bool:
+    r"""Copies :obj:`cell`'s :obj:`last.ckpt` and :obj:`best.ckpt` (when it
+    has one) to :func:`parked_dir`, replacing an earlier park. Returns
+    :obj:`False`, writing nothing, when the cell has no :obj:`last.ckpt`.
+
+    Raises:
+        ParkError: The checkpoints changed during each of :obj:`attempts`
+            copies (the cell trains epochs faster than they are read).
+        ~mzattn.repro.core.faults.NoSpace: The disk is full; the previous
+            park is left as it was.
+    """
+    return _copy(checkpoint_dir(out, cell), parked_dir(out, cell), attempts)
+
+
+def unpark(out: str, cell: Cell) -> bool:
+    r"""Copies :obj:`cell`'s parked checkpoints into its checkpoint folder
+    when it has no :obj:`last.ckpt` there and a parked one exists; returns
+    whether it did. Called by :func:`~mzattn.repro.training.cells.train_cell`
+    before it resumes, so that every entry point (tables, campaigns, SLURM)
+    resumes from a parked checkpoint."""
+    if osp.exists(osp.join(checkpoint_dir(out, cell), "last.ckpt")):
+        return False
+    return _copy(parked_dir(out, cell), checkpoint_dir(out, cell))
+
+
+def remove_parked(out: str, cell: Cell) -> None:
+    r"""Removes :obj:`cell`'s parked folder, and the table's :obj:`parked/`
+    folder once it is empty."""
+    folder = parked_dir(out, cell)
+    shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):  # the table's parked/ folder, once empty
+        os.rmdir(osp.dirname(folder))
+
+
+def parked_history(out: str, cell: Cell) -> list[dict[str, Any]]:
+    r"""The learning curve kept in :obj:`cell`'s parked :obj:`last.ckpt`
+    (:class:`~mzattn.repro.training.history.History`'s rows, one per epoch
+    done); empty when it has none or it does not load."""
+    try:
+        checkpoint = safe_load(osp.join(parked_dir(out, cell), "last.ckpt"))
+    except (FileNotFoundError, ValueError):
+        return []
+    callbacks = checkpoint.get("callbacks") if isinstance(checkpoint, dict) else None
+    history = callbacks.get("History") if isinstance(callbacks, dict) else None
+    rows = history.get("rows") if isinstance(history, dict) else None
+    return list(rows) if isinstance(rows, list) else []
+
+
+def _stamps(folder: str) -> dict[str, tuple[int, int] | None]:
+    # (inode, mtime) of each file of a park; a replaced file has another inode
+    stamps: dict[str, tuple[int, int] | None] = {}
+    for name in NAMES:
+        try:
+            stat = os.stat(osp.join(folder, name))
+        except FileNotFoundError:
+            stamps[name] = None
+        else:
+            stamps[name] = (stat.st_ino, stat.st_mtime_ns)
+    return stamps
+
+
+def _read(folder: str, name: str) -> bytes | None:
+    try:
+        with open(osp.join(folder, name), "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _copy(source: str, target: str, attempts: int = ATTEMPTS) -> bool:
+    # The files of a park from `source` to `target`, both of one moment (see the module's doc).
+    for attempt in range(attempts):
+        before = _stamps(source)
+        if before["last.ckpt"] is None:
+            return False
+        contents = {name: _read(source, name) for name in NAMES}
+        if _stamps(source) == before:
+            _write_together(target, contents)
+            return True
+        if attempt + 1 < attempts:  # replaced while read: the cell saved an epoch
+            time.sleep(0.1 * (attempt + 1))
+    raise ParkError(f"{source}: its checkpoints changed during each of {attempts} copies; "
+                    "nothing was copied")
+
+
+def _write_together(folder: str, contents: dict[str, bytes | None]) -> None:
+    # Each file to a temporary name, then all renamed in place (NAMES' order); a file that
+    # is None is removed (a best.ckpt of an earlier park). On any error nothing is renamed.
+    staged: dict[str, str] = {}
+    try:
+        for name, data in contents.items():
+            if data is not None:
+                staged[name] = osp.join(folder, f".{name}.staged")
+                atomic_write(staged[name], lambda f, data=data: f.write(data), binary=True)
+        for name in NAMES:
+            if name in staged:
+                os.replace(staged.pop(name), osp.join(folder, name))
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(osp.join(folder, name))
+    finally:
+        for path in staged.values():
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
