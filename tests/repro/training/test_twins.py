@@ -8,14 +8,8 @@ import sys
 import pytest
 from mzattn.repro.campaign import _finished_twin
 from mzattn.repro.core.registry import load_spec
-from mzattn.repro.training.cells import (
-    Cell,
-    cell_config,
-    cell_path,
-    log_path,
-    read_record,
-    run_cell,
-)
+from mzattn.repro.training.cells import cell_config, read_record, run_cell
+from mzattn.repro.training.layout import Cell, cell_path, log_path
 from mzattn.repro.training.twins import find_twin, run_lock_path, run_of
 
 
