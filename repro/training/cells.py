@@ -451,9 +451,10 @@ def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
         raise stop.during(_resume_hint(out, cell)) from None
 
 
-def _reuse(out: str, cell: Cell, config: dict[str, Any], path: str,
-           twin: dict[str, Any]) -> dict[str, Any]:
-    # the twin's record (and learning curve) as this cell's, naming its file
+def _reuse(out: str, cell: Cell, config: dict[str, Any], path: str, twin: dict[str, Any],
+           keep_checkpoints: bool) -> dict[str, Any]:
+    # the twin's record (and learning curve) as this cell's, naming its file; the cell's own
+    # checkpoints and park, of a run begun before the twin finished, go as a finished cell's do
     source = osp.relpath(path, out)
     record = twin | {"config": config, "cell_id": cell.cell_id, "reused_from": source}
     if rank_zero_only.rank == 0:
@@ -464,6 +465,8 @@ def _reuse(out: str, cell: Cell, config: dict[str, Any], path: str,
                 text = f.read()
             atomic_write_text(text, log_path(out, cell))
         write_json_atomic(record, cell_path(out, cell))  # last: the record marks it done
+        if not keep_checkpoints:
+            _remove_checkpoints(out, cell)
         print(f"[mzattn-repro] {cell.table} {cell.cell_id}: the same run as {source} "
               "(twins.py); its record is reused", file=sys.stderr, flush=True)
     return record
@@ -520,7 +523,7 @@ def _reuse_or_train(spec: TableSpec, cell: Cell, profile: str, out: str, options
                     config: dict[str, Any], metric: str) -> dict[str, Any]:
     twin = find_twin(out, config, metric, peek_record)
     if twin is not None:
-        return _reuse(out, cell, config, *twin)
+        return _reuse(out, cell, config, *twin, keep_checkpoints=options.keep_checkpoints)
     return _run_locked(spec, cell, profile, out, options, config)
 
 
