@@ -35,18 +35,9 @@ from .engine.runner import exit_status, grid
 from .engine.runs import say
 from .tables.egnn_comparison import FRAME_DEPENDENT, INVARIANT
 from .tables.table01_depth_separation import KNOBS as TABLE1_KNOBS
-from .training.cells import (
-    Cell,
-    RunOptions,
-    cell_config,
-    cell_path,
-    checkpoint_dir,
-    is_finished,
-    lock_path,
-    log_path,
-    peek_record,
-)
-from .training.parking import ParkError, park, parked_dir, parked_history
+from .training.cells import RunOptions, cell_config, is_finished, peek_record
+from .training.layout import Cell, cell_path, checkpoint_dir, lock_path, log_path, parked_dir
+from .training.parking import ParkError, park, parked_history
 from .training.twins import find_twin, run_of
 
 

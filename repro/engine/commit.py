@@ -40,8 +40,8 @@ from mzattn.repro.report.summary import (
     update_readme,
     write_summary,
 )
-from mzattn.repro.training.cells import Cell
-from mzattn.repro.training.parking import NAMES, parked_dir
+from mzattn.repro.training.layout import Cell, parked_dir
+from mzattn.repro.training.parking import NAMES
 
 
 class ResultsRepository:

@@ -32,7 +32,8 @@ from typing import Any
 
 from mzattn.repro.core.registry import list_tables, load_spec
 from mzattn.repro.core.spec import PROFILES, TableSpec
-from mzattn.repro.training.cells import Cell, RunOptions, cell_data, column_profile
+from mzattn.repro.training.cells import RunOptions, cell_data, column_profile
+from mzattn.repro.training.layout import Cell
 from mzattn.repro.training.real_data import is_real
 
 from .runner import grid

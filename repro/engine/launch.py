@@ -35,16 +35,15 @@ from mzattn.repro.core.envinfo import environment_record
 from mzattn.repro.core.faults import Interrupted, stop_on_signals
 from mzattn.repro.training.cells import (
     RECORD_VERSION,
-    Cell,
     RecordError,
     RunOptions,
     cell_config,
-    cell_path,
     is_finished,
     read_record,
     run_cell,
     write_json_atomic,
 )
+from mzattn.repro.training.layout import Cell, cell_path
 from mzattn.repro.training.together import run_seed_group, seed_groups
 
 from .cost import by_cost

@@ -13,7 +13,8 @@ from mzattn.repro.core.faults import RunStopped
 from mzattn.repro.core.quiet import quiet_libraries
 from mzattn.repro.core.spec import PROFILES, TableSpec
 from mzattn.repro.report.report import write_report
-from mzattn.repro.training.cells import Cell, RunOptions, run_cell
+from mzattn.repro.training.cells import RunOptions, run_cell
+from mzattn.repro.training.layout import Cell
 from mzattn.repro.training.together import run_seed_group, seed_groups
 
 from .launch import in_process, launch

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from mzattn.repro.training.cells import Cell
+from mzattn.repro.training.layout import Cell
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Run(Protocol):
     :obj:`"failed"`, :obj:`"skipped"` or :obj:`"busy"`), with
     :obj:`threads` torch threads on GPU :obj:`gpu` (fields :func:`dispatch`
     sets), results under :obj:`out`, and a :obj:`cell` (a
-    :class:`~mzattn.repro.training.cells.Cell` or :class:`CellName`) naming it in
+    :class:`~mzattn.repro.training.layout.Cell` or :class:`CellName`) naming it in
     the progress lines. :class:`~mzattn.repro.engine.launch.CellRun` is the run of a table's
     cell."""
     cell: Cell | CellName

@@ -25,7 +25,7 @@ from typing import Any
 
 import submitit
 from mzattn.repro.core.faults import Interrupted, stop_on_signals
-from mzattn.repro.training.cells import table_dir
+from mzattn.repro.training.layout import table_dir
 
 from .options import SlurmOptions
 from .runs import Progress, Run, say

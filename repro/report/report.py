@@ -9,7 +9,7 @@ from mzattn.datasets.batching import BATCHINGS
 from mzattn.repro.core.evidence import column_reading
 from mzattn.repro.core.faults import atomic_write_text
 from mzattn.repro.core.spec import TableSpec, Verdict
-from mzattn.repro.training.cells import table_dir
+from mzattn.repro.training.layout import table_dir
 
 from .convergence import convergence
 from .figures import learning_curves

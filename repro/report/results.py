@@ -8,7 +8,8 @@ from typing import Any
 
 from mzattn.datasets.batching import BATCHINGS
 from mzattn.repro.core.spec import TableSpec
-from mzattn.repro.training.cells import RecordError, read_record, stale_problem, table_dir
+from mzattn.repro.training.cells import RecordError, read_record, stale_problem
+from mzattn.repro.training.layout import table_dir
 from mzattn.repro.training.twins import batching_of
 
 from .trust import doubt

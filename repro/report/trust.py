@@ -28,7 +28,8 @@ from typing import Any
 
 from mzattn.datasets.batching import BATCHINGS
 from mzattn.repro.core.spec import TableSpec
-from mzattn.repro.training.cells import Cell, metrics_digest, stale_problem
+from mzattn.repro.training.cells import metrics_digest, stale_problem
+from mzattn.repro.training.layout import Cell
 from mzattn.repro.training.twins import batching_of
 
 R2_TOLERANCE = 1e-4

@@ -26,7 +26,7 @@ import torch
 from filelock import FileLock, Timeout
 from lightning.pytorch.callbacks import EarlyStopping
 from lightning.pytorch.utilities import rank_zero_only
-from mzattn.datasets.batching import BATCHINGS, check_batching
+from mzattn.datasets.batching import BATCHINGS
 from mzattn.repro.core.envinfo import environment_record
 from mzattn.repro.core.faults import (
     Interrupted,
@@ -39,14 +39,16 @@ from mzattn.repro.core.faults import (
     stop_signal,
 )
 from mzattn.repro.core.quiet import show_progress_bar
-from mzattn.repro.core.spec import Column, Profile, Row, TableSpec, slug
+from mzattn.repro.core.spec import Column, Profile, TableSpec
 
 from mzlayers.mz_attention import activations, set_recompute
 
 from .checkpoints import AtomicCheckpointIO, CellCheckpoint, StopBetweenSteps, resumable
 from .datamodule import SetDataModule
 from .history import History
+from .layout import Cell, cell_path, checkpoint_dir, lock_path, log_path, stage_name
 from .lightning_module import SetModule, output_channels
+from .parking import remove_parked, unpark
 from .progress import EpochLogger
 from .stages import reach
 from .twins import batching_of, find_twin, run_lock_path, run_of
@@ -56,29 +58,6 @@ r"""Version of the cell JSON layout."""
 
 GRADIENT_CLIP = 1.0  # App. A.1: l2-norm gradient clipping
 WEIGHT_DECAY = 1e-5  # App. A.1: AdamW weight decay
-
-
-@dataclass(frozen=True)
-class Cell:
-    r"""One trained model: a row of a table on one of its columns, one seed,
-    its sets batched as :obj:`batching` says
-    (:obj:`mzattn.datasets.batching.BATCHINGS`)."""
-    table: str
-    row: Row
-    column: Column
-    seed: int
-    batching: str = "masked"
-
-    def __post_init__(self) -> None:
-        check_batching(self.batching)
-
-    @property
-    def cell_id(self) -> str:
-        r"""File-system safe identifier, e.g. :obj:`MZAttn-Full__d_8__s0`,
-        and :obj:`MZAttn-Full__d_8__s0__padded` for a batching other than
-        :obj:`"masked"`, so the runs of two batchings never share a file."""
-        cell_id = f"{slug(self.row.label)}__{slug(self.column.label)}__s{self.seed}"
-        return cell_id if self.batching == "masked" else f"{cell_id}__{self.batching}"
 
 
 @dataclass(frozen=True)
@@ -128,37 +107,6 @@ class RunOptions:
     data_root: str | None = None
     seeds_together: bool = False
     store_activations: bool = False
-
-
-def table_dir(out: str, table: str) -> str:
-    r"""Folder of a table's results: :obj:`{out}/{table}`."""
-    return osp.join(out, table)
-
-
-def cell_path(out: str, cell: Cell) -> str:
-    r"""JSON file of a cell: :obj:`{out}/{table}/cells/{cell_id}.json`."""
-    return osp.join(table_dir(out, cell.table), "cells", f"{cell.cell_id}.json")
-
-
-def log_path(out: str, cell: Cell) -> str:
-    r"""CSV learning curve of a cell: :obj:`{out}/{table}/logs/{cell_id}.csv`."""
-    return osp.join(table_dir(out, cell.table), "logs", f"{cell.cell_id}.csv")
-
-
-def lock_path(out: str, cell: Cell) -> str:
-    r"""Lock of a running cell: :obj:`{out}/{table}/locks/{cell_id}.lock`."""
-    return osp.join(table_dir(out, cell.table), "locks", f"{cell.cell_id}.lock")
-
-
-def stage_name(cell: Cell) -> str:
-    r"""A cell as its stage lines name it (:mod:`~mzattn.repro.training.stages`):
-    :obj:`"{table} {cell_id}"`."""
-    return f"{cell.table} {cell.cell_id}"
-
-
-def checkpoint_dir(out: str, cell: Cell) -> str:
-    r"""Checkpoints of a cell: :obj:`{out}/{table}/ckpt/{cell_id}`."""
-    return osp.join(table_dir(out, cell.table), "ckpt", cell.cell_id)
 
 
 def write_json_atomic(obj: Any, path: str) -> None:
@@ -406,7 +354,6 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
         default_root_dir=ckpt_dir, num_sanity_val_steps=0,
         plugins=[AtomicCheckpointIO(stage_name(cell))])
     last = osp.join(ckpt_dir, "last.ckpt")
-    from .parking import unpark  # parking.py imports this module
     unpark(out, cell)  # a park of an earlier session, when the cell has no last.ckpt here
     resumed = resumable(last, module)  # a corrupt or foreign one is set aside: a restart
     # AtomicCheckpointIO loads with weights_only=True whatever Lightning asks for
@@ -453,7 +400,6 @@ def device_name(device: torch.device) -> str:
 
 
 def _remove_checkpoints(out: str, cell: Cell) -> None:
-    from .parking import remove_parked  # parking.py imports this module
     folder = checkpoint_dir(out, cell)
     shutil.rmtree(folder, ignore_errors=True)
     with contextlib.suppress(OSError):  # the table's ckpt/ folder, once empty
@@ -505,9 +451,10 @@ def run_cell(spec: TableSpec, cell: Cell, profile: str, out: str,
         raise stop.during(_resume_hint(out, cell)) from None
 
 
-def _reuse(out: str, cell: Cell, config: dict[str, Any], path: str,
-           twin: dict[str, Any]) -> dict[str, Any]:
-    # the twin's record (and learning curve) as this cell's, naming its file
+def _reuse(out: str, cell: Cell, config: dict[str, Any], path: str, twin: dict[str, Any],
+           keep_checkpoints: bool) -> dict[str, Any]:
+    # the twin's record (and learning curve) as this cell's, naming its file; the cell's own
+    # checkpoints and park, of a run begun before the twin finished, go as a finished cell's do
     source = osp.relpath(path, out)
     record = twin | {"config": config, "cell_id": cell.cell_id, "reused_from": source}
     if rank_zero_only.rank == 0:
@@ -518,6 +465,8 @@ def _reuse(out: str, cell: Cell, config: dict[str, Any], path: str,
                 text = f.read()
             atomic_write_text(text, log_path(out, cell))
         write_json_atomic(record, cell_path(out, cell))  # last: the record marks it done
+        if not keep_checkpoints:
+            _remove_checkpoints(out, cell)
         print(f"[mzattn-repro] {cell.table} {cell.cell_id}: the same run as {source} "
               "(twins.py); its record is reused", file=sys.stderr, flush=True)
     return record
@@ -574,7 +523,7 @@ def _reuse_or_train(spec: TableSpec, cell: Cell, profile: str, out: str, options
                     config: dict[str, Any], metric: str) -> dict[str, Any]:
     twin = find_twin(out, config, metric, peek_record)
     if twin is not None:
-        return _reuse(out, cell, config, *twin)
+        return _reuse(out, cell, config, *twin, keep_checkpoints=options.keep_checkpoints)
     return _run_locked(spec, cell, profile, out, options, config)
 
 

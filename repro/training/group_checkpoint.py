@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from mzattn.repro.core.faults import atomic_write
 
-from .cells import Cell, checkpoint_dir
 from .checkpoints import safe_load, set_aside_checkpoint
+from .layout import Cell, checkpoint_dir
 
 VERSION = 1
 r"""Format of a group checkpoint; another one is set aside."""

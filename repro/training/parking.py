@@ -2,10 +2,11 @@ r"""Parked checkpoints: a copy of a cell's checkpoints in a folder that git
 keeps, so that a cell resumes in a later session on a fresh clone of the
 repository (:obj:`mzattn-repro campaign NAME --park`).
 
-A cell's checkpoints (:func:`~mzattn.repro.training.cells.checkpoint_dir`)
+A cell's checkpoints (:func:`~mzattn.repro.training.layout.checkpoint_dir`)
 are ignored by git, so that a session that ends on another machine loses
 them. :func:`park` copies its :obj:`last.ckpt` and :obj:`best.ckpt` to
-:obj:`{out}/{table}/parked/{cell_id}/` (:func:`parked_dir`), which git does
+:obj:`{out}/{table}/parked/{cell_id}/`
+(:func:`~mzattn.repro.training.layout.parked_dir`), which git does
 not ignore; :func:`unpark` copies them back when the cell starts without a
 :obj:`last.ckpt` of its own, and the cell resumes from them as from its own
 (:func:`~mzattn.repro.training.checkpoints.resumable`: one that does not
@@ -32,8 +33,8 @@ from typing import Any
 
 from mzattn.repro.core.faults import atomic_write
 
-from .cells import Cell, checkpoint_dir, table_dir
 from .checkpoints import safe_load
+from .layout import Cell, checkpoint_dir, parked_dir
 
 NAMES = ("best.ckpt", "last.ckpt")
 r"""The files of a park, in the order they are renamed into place."""
@@ -47,14 +48,9 @@ class ParkError(RuntimeError):
     them; nothing was parked."""
 
 
-def parked_dir(out: str, cell: Cell) -> str:
-    r"""Parked checkpoints of a cell: :obj:`{out}/{table}/parked/{cell_id}`."""
-    return osp.join(table_dir(out, cell.table), "parked", cell.cell_id)
-
-
 def park(out: str, cell: Cell, attempts: int = ATTEMPTS) -> bool:
     r"""Copies :obj:`cell`'s :obj:`last.ckpt` and :obj:`best.ckpt` (when it
-    has one) to :func:`parked_dir`, replacing an earlier park. Returns
+    has one) to :func:`~mzattn.repro.training.layout.parked_dir`, replacing an earlier park. Returns
     :obj:`False`, writing nothing, when the cell has no :obj:`last.ckpt`.
 
     Raises:

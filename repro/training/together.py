@@ -51,30 +51,25 @@ from mzattn.stacked import StackedSeeds, stack_sets, unstackable_reason
 
 from .cells import (
     GRADIENT_CLIP,
-    Cell,
     RecordError,
     RunOptions,
     build_cell,
     cell_config,
-    cell_path,
-    checkpoint_dir,
     column_profile,
     failed_fields,
     is_finished,
-    lock_path,
-    log_path,
     new_record,
     ok_fields,
     peek_record,
     read_record,
     run_cell,
     save_record,
-    stage_name,
     test_fields,
 )
 from .datamodule import SetDataModule
 from .group_checkpoint import group_checkpoint_path, load_group, save_group
 from .history import write_csv_atomic
+from .layout import Cell, cell_path, checkpoint_dir, lock_path, log_path, stage_name
 from .lightning_module import SetModule, warmup_cosine
 from .stages import reach
 from .twins import find_twin, run_lock_path

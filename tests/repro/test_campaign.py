@@ -2,7 +2,8 @@ import pytest
 from mzattn.repro import campaign as campaign_module
 from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli, status_lines
 from mzattn.repro.core.registry import load_spec
-from mzattn.repro.training.cells import cell_config, cell_path
+from mzattn.repro.training.cells import cell_config
+from mzattn.repro.training.layout import cell_path
 
 
 def test_status_goes_on_past_an_unreadable_record(tmp_path):
@@ -192,9 +193,8 @@ def test_a_campaign_that_ran_nothing_for_busy_cells_does_not_exit_0(tmp_path, mo
 
 def test_status_shows_a_parked_cell_with_the_epochs_of_its_park(tmp_path, monkeypatch):
     import torch
-    from mzattn.repro.training.cells import checkpoint_dir, log_path
     from mzattn.repro.training.history import FIELDS, write_csv_atomic
-    from mzattn.repro.training.parking import parked_dir
+    from mzattn.repro.training.layout import checkpoint_dir, log_path, parked_dir
     monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
     out, (cell,) = str(tmp_path), campaign_cells("one")
     rows = [dict.fromkeys(FIELDS, 1.0) | {"epoch": epoch, "epoch_time_s": 30.0 * epoch}

@@ -101,7 +101,7 @@ def test_load_cell_checkpoint_of_a_harness_cell(tmp_path, options, batching):
     from mzattn.repro.analysis.checkpoint import load_cell_checkpoint
     from mzattn.repro.core.registry import load_spec
     from mzattn.repro.engine.runner import grid, run_table
-    from mzattn.repro.training.cells import cell_path, checkpoint_dir
+    from mzattn.repro.training.layout import cell_path, checkpoint_dir
     spec = load_spec("table3")
     keep = dataclasses.replace(options, keep_checkpoints=True)
     records = run_table(spec, "smoke", models=["MZAttn-Full"], columns=["d=8"],

@@ -19,18 +19,9 @@ from mzattn.repro.core.spec import TableSpec
 from mzattn.repro.engine.runner import EXIT_BUSY, exit_status, run_table
 from mzattn.repro.engine.runner import main as run_main
 from mzattn.repro.report.report import write_report
-from mzattn.repro.training.cells import (
-    Cell,
-    RecordError,
-    cell_path,
-    checkpoint_dir,
-    lock_path,
-    log_path,
-    read_record,
-    run_cell,
-    write_json_atomic,
-)
+from mzattn.repro.training.cells import RecordError, read_record, run_cell, write_json_atomic
 from mzattn.repro.training.checkpoints import safe_load
+from mzattn.repro.training.layout import Cell, cell_path, checkpoint_dir, lock_path, log_path
 
 from tests.processes import alive, children, cmdline, needs_proc
 

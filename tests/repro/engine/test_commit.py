@@ -7,8 +7,8 @@ from filelock import FileLock
 from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli
 from mzattn.repro.engine.commit import ResultsRepository
 from mzattn.repro.report.summary import README_END, begin_marker
-from mzattn.repro.training.cells import checkpoint_dir
-from mzattn.repro.training.parking import park, parked_dir
+from mzattn.repro.training.layout import checkpoint_dir, parked_dir
+from mzattn.repro.training.parking import park
 
 from tests.repro.training.test_parking import _fake_checkpoints
 

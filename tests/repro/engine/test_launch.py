@@ -29,7 +29,8 @@ from mzattn.repro.engine.options import (
 )
 from mzattn.repro.engine.runner import grid, main
 from mzattn.repro.engine.runs import CellName, Progress, cell_key
-from mzattn.repro.training.cells import cell_path, read_record, write_json_atomic
+from mzattn.repro.training.cells import read_record, write_json_atomic
+from mzattn.repro.training.layout import cell_path
 
 TABLE = "table10"
 

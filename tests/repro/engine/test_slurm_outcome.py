@@ -13,13 +13,8 @@ from mzattn.repro.core.registry import load_spec
 from mzattn.repro.engine.launch import CellRun, record_failure
 from mzattn.repro.engine.options import SlurmOptions
 from mzattn.repro.engine.runner import grid
-from mzattn.repro.training.cells import (
-    RECORD_VERSION,
-    RunOptions,
-    cell_config,
-    cell_path,
-    write_json_atomic,
-)
+from mzattn.repro.training.cells import RECORD_VERSION, RunOptions, cell_config, write_json_atomic
+from mzattn.repro.training.layout import cell_path
 
 slurm = pytest.importorskip("mzattn.repro.engine.slurm")  # needs submitit (mzattn[repro])
 

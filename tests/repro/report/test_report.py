@@ -19,13 +19,12 @@ from mzattn.repro.report.results import Results, batchings_in, load_records
 from mzattn.repro.tables.table03_meb import SPEC
 from mzattn.repro.training.cells import (
     RECORD_VERSION,
-    Cell,
     cell_config,
-    cell_path,
     read_record,
     stale_problem,
     write_json_atomic,
 )
+from mzattn.repro.training.layout import Cell, cell_path
 
 
 def _write(out, row, column, seed, r2, mse=1.0, status="ok", batching="masked"):

@@ -16,13 +16,8 @@ from mzattn.repro.report.summary import (
 )
 from mzattn.repro.tables.table01_depth_separation import SPEC as TABLE1
 from mzattn.repro.tables.table29_slot_attention import SPEC as TABLE29
-from mzattn.repro.training.cells import (
-    RECORD_VERSION,
-    Cell,
-    cell_config,
-    cell_path,
-    write_json_atomic,
-)
+from mzattn.repro.training.cells import RECORD_VERSION, cell_config, write_json_atomic
+from mzattn.repro.training.layout import Cell, cell_path
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 README = osp.join(ROOT, "README.md")

@@ -12,14 +12,13 @@ from mzattn.repro.report.results import Results
 from mzattn.repro.report.trust import doubt
 from mzattn.repro.tables.table03_meb import SPEC
 from mzattn.repro.training.cells import (
-    Cell,
     RunOptions,
     cell_data,
-    cell_path,
     column_profile,
     metrics_digest,
     run_cell,
 )
+from mzattn.repro.training.layout import Cell, cell_path
 
 ROW, COLUMN = SPEC.rows[0], SPEC.column("d=8")  # Standard, d=8
 

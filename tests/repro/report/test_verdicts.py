@@ -13,13 +13,8 @@ from mzattn.repro.tables.table03_meb import SPEC
 from mzattn.repro.tables.table06_parameter_efficiency import SPEC as TABLE6
 from mzattn.repro.tables.table08_matrix_generators import SPEC as TABLE8
 from mzattn.repro.tables.table29_slot_attention import SPEC as TABLE29
-from mzattn.repro.training.cells import (
-    RECORD_VERSION,
-    Cell,
-    cell_config,
-    cell_path,
-    write_json_atomic,
-)
+from mzattn.repro.training.cells import RECORD_VERSION, cell_config, write_json_atomic
+from mzattn.repro.training.layout import Cell, cell_path
 
 
 def _history(losses):

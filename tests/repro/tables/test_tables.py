@@ -9,7 +9,8 @@ from mzattn.repro.core.registry import TABLE_MODULES, list_tables, load_spec
 from mzattn.repro.core.spec import PROFILES
 from mzattn.repro.engine.runner import grid, run_table
 from mzattn.repro.report.paper_values import TABLES
-from mzattn.repro.training.cells import cell_path, read_record
+from mzattn.repro.training.cells import read_record
+from mzattn.repro.training.layout import cell_path
 from mzattn.repro.training.lightning_module import output_channels
 from mzattn.repro.training.real_data import is_real
 

@@ -8,20 +8,16 @@ import torch
 from mzattn.repro.core.spec import SMOKE, Column, Row, TableSpec
 from mzattn.repro.engine.runner import run_table
 from mzattn.repro.training.cells import (
-    Cell,
     cell_config,
     cell_data,
-    cell_path,
-    checkpoint_dir,
     is_finished,
-    lock_path,
-    log_path,
     read_record,
     run_cell,
     stale_problem,
     write_json_atomic,
 )
 from mzattn.repro.training.history import FIELDS
+from mzattn.repro.training.layout import Cell, cell_path, checkpoint_dir, lock_path, log_path
 
 SPEC = TableSpec(
     key="tiny", title="tiny", rows=(Row("Standard", "standard"), Row("Broken", "no-such-model")),

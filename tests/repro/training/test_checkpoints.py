@@ -4,8 +4,9 @@ import os
 import os.path as osp
 
 import torch
-from mzattn.repro.training.cells import checkpoint_dir, run_cell
+from mzattn.repro.training.cells import run_cell
 from mzattn.repro.training.checkpoints import mismatch, safe_load
+from mzattn.repro.training.layout import checkpoint_dir
 
 from tests.repro.core.test_faults import _cell, faulty_table
 

@@ -5,7 +5,8 @@ import sys
 
 import pytest
 from mzattn.repro.tables.table03_meb import SPEC
-from mzattn.repro.training.cells import Cell, cell_path, read_record, run_cell
+from mzattn.repro.training.cells import read_record, run_cell
+from mzattn.repro.training.layout import Cell, cell_path
 
 
 def _cell():

@@ -10,15 +10,9 @@ import pytest
 from mzattn.repro.core.faults import NoSpace, atomic_write
 from mzattn.repro.core.spec import SMOKE
 from mzattn.repro.training import parking
-from mzattn.repro.training.cells import checkpoint_dir, run_cell
-from mzattn.repro.training.parking import (
-    ParkError,
-    park,
-    parked_dir,
-    parked_history,
-    remove_parked,
-    unpark,
-)
+from mzattn.repro.training.cells import run_cell
+from mzattn.repro.training.layout import checkpoint_dir, parked_dir
+from mzattn.repro.training.parking import ParkError, park, parked_history, remove_parked, unpark
 
 from tests.repro.core.test_faults import _cell, faulty_table
 from tests.repro.training.test_cells import SPEC

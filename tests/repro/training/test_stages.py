@@ -7,8 +7,9 @@ import time
 import pytest
 from mzattn.repro.core import faults
 from mzattn.repro.training import cells
-from mzattn.repro.training.cells import cell_path, checkpoint_dir, read_record, run_cell
+from mzattn.repro.training.cells import read_record, run_cell
 from mzattn.repro.training.checkpoints import safe_load
+from mzattn.repro.training.layout import cell_path, checkpoint_dir
 from mzattn.repro.training.stages import STAGES, reach
 
 from tests.repro.core.test_faults import SPEC, _cell, _start

@@ -8,8 +8,9 @@ from mzattn.repro.core.faults import Interrupted
 from mzattn.repro.core.spec import SMOKE, Column, Row, TableSpec
 from mzattn.repro.engine.runner import run_table
 from mzattn.repro.training import together
-from mzattn.repro.training.cells import Cell, cell_path, read_record, run_cell
+from mzattn.repro.training.cells import read_record, run_cell
 from mzattn.repro.training.group_checkpoint import group_checkpoint_path, save_group
+from mzattn.repro.training.layout import Cell, cell_path
 from mzattn.repro.training.together import fallback_reason, run_seed_group, seed_groups
 
 # a few epochs, so that rounding differences between the ragged and the padded path can grow

@@ -8,15 +8,12 @@ import sys
 import pytest
 from mzattn.repro.campaign import _finished_twin
 from mzattn.repro.core.registry import load_spec
-from mzattn.repro.training.cells import (
-    Cell,
-    cell_config,
-    cell_path,
-    log_path,
-    read_record,
-    run_cell,
-)
+from mzattn.repro.training.cells import cell_config, read_record, run_cell
+from mzattn.repro.training.layout import Cell, cell_path, checkpoint_dir, log_path, parked_dir
+from mzattn.repro.training.parking import park
 from mzattn.repro.training.twins import find_twin, run_lock_path, run_of
+
+from tests.repro.training.test_parking import _fake_checkpoints
 
 
 def _egnn(table: str, column: str) -> tuple:
@@ -42,7 +39,11 @@ def test_a_cell_with_a_finished_twin_takes_its_record(tmp_path, options, capsys)
     spec7, cell7 = _egnn("table7", "Quadratic TDOF L=4")
     assert _finished_twin(out, cell_config(spec7, cell7, "smoke"), "r2") \
         == "table1/cells/EGNN__L_4__s0.json"  # --status
+    _fake_checkpoints(out, cell7)  # its own run, begun and parked before the twin finished
+    assert park(out, cell7)
     reused = run_cell(spec7, cell7, "smoke", out, options)
+    assert not os.path.exists(checkpoint_dir(out, cell7))  # gone, as a finished cell's go
+    assert not os.path.exists(parked_dir(out, cell7))
     assert reused["reused_from"] == "table1/cells/EGNN__L_4__s0.json"
     assert "the same run as table1/cells/EGNN__L_4__s0.json" in capsys.readouterr().err
     assert reused["config"] == cell_config(spec7, cell7, "smoke")
