@@ -29,6 +29,7 @@ import os
 import os.path as osp
 import shutil
 import time
+import uuid
 from typing import Any
 
 from mzattn.repro.core.faults import atomic_write
@@ -134,13 +135,15 @@ def _copy(source: str, target: str, attempts: int = ATTEMPTS) -> bool:
 
 
 def _write_together(folder: str, contents: dict[str, bytes | None]) -> None:
-    # Each file to a temporary name, then all renamed in place (NAMES' order); a file that
-    # is None is removed (a best.ckpt of an earlier park). On any error nothing is renamed.
+    # Each file to a temporary name of this call's own (the ranks of a DDP run all unpark at
+    # once), then all renamed in place (NAMES' order); a file that is None is removed (a
+    # best.ckpt of an earlier park). On any error nothing is renamed.
     staged: dict[str, str] = {}
+    tag = uuid.uuid4().hex
     try:
         for name, data in contents.items():
             if data is not None:
-                staged[name] = osp.join(folder, f".{name}.staged")
+                staged[name] = osp.join(folder, f".{name}.{tag}.staged")
                 atomic_write(staged[name], lambda f, data=data: f.write(data), binary=True)
         for name in NAMES:
             if name in staged:

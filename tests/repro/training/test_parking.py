@@ -156,3 +156,26 @@ def test_unpark_only_where_the_cell_has_no_last_checkpoint(tmp_path):
     assert _files(folder) == {"last.ckpt": b"last 1"}
     remove_parked(out, cell)
     assert not osp.exists(osp.dirname(parked_dir(out, cell)))
+
+
+def test_two_ranks_unpark_at_once(tmp_path, monkeypatch):
+    # The ranks of a DDP run each call train_cell, and so unpark, at the same moment: a second
+    # rank whose copy runs between the first rank's staging and renaming must not take (or
+    # replace) the first rank's staged files.
+    out, cell = str(tmp_path), _cell("fast")
+    _fake_checkpoints(out, cell, b"last 1", b"best 1")
+    assert park(out, cell)
+    shutil.rmtree(checkpoint_dir(out, cell))
+    replace, interleaved = os.replace, []
+
+    def second_rank_first(source, target):
+        # a staged file (not atomic_write's own temporary one) renamed into place: the first
+        # rank has staged both of its files, and the second rank runs in full now
+        staged = source.endswith(".staged") and not osp.basename(source).startswith(".tmp-")
+        if staged and not interleaved:
+            interleaved.append(True)
+            assert unpark(out, cell)
+        replace(source, target)
+    monkeypatch.setattr(parking.os, "replace", second_rank_first)
+    assert unpark(out, cell)
+    assert _files(checkpoint_dir(out, cell)) == {"best.ckpt": b"best 1", "last.ckpt": b"last 1"}
