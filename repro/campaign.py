@@ -1,6 +1,10 @@
 r"""Campaigns: named lists of cells from several tables, run to completion
 over many sessions (:obj:`mzattn-repro campaign NAME`).
 
+Several campaigns run as one (:obj:`mzattn-repro campaign readings knobs`):
+their cells in the order named, each once, so that the workers that one
+campaign's last long cells leave idle take the next campaign's cells.
+
 A campaign is resumable by construction: finished cells are skipped, a
 killed cell resumes from its :obj:`last.ckpt`, and each cell runs under its
 own lock, so separate invocations share the list without running a cell
@@ -17,7 +21,7 @@ import argparse
 import csv
 import os.path as osp
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .core.faults import RunStopped
@@ -147,25 +151,47 @@ r"""Every campaign by name."""
 PROFILE = "full"
 
 
-def campaign_cells(name: str, seeds: tuple[int, ...] = (0,), profile: str = PROFILE,
+Names = str | Sequence[str]
+r"""One campaign's name, or several: their cells in the order named."""
+
+
+def names_of(names: Names) -> tuple[str, ...]:
+    r"""The campaigns :obj:`names` names, checked; raises :class:`ValueError`
+    for an unknown one."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    unknown = [name for name in names if name not in CAMPAIGNS]
+    if unknown or not names:
+        raise ValueError(f"unknown campaign {', '.join(map(repr, unknown)) or '(none)'}; "
+                         f"known: {', '.join(CAMPAIGNS)}")
+    return names
+
+
+def campaign_cells(names: Names, seeds: tuple[int, ...] = (0,), profile: str = PROFILE,
                    batching: str = "masked") -> list[Cell]:
-    r"""The cells of campaign :obj:`name` under :obj:`profile`, their sets
-    batched as :obj:`batching` says, in run order."""
-    if name not in CAMPAIGNS:
-        raise ValueError(f"unknown campaign {name!r}; known: {', '.join(CAMPAIGNS)}")
-    cells = []
-    for entry in CAMPAIGNS[name]:
-        spec = load_spec(entry.table)
-        cells += grid(spec, profile, list(entry.rows), list(entry.columns),
-                      list(entry.seeds or seeds), batching)
-    return cells
+    r"""The cells of campaign :obj:`names` (or of several, in the order
+    named, a cell that two of them list once) under :obj:`profile`, their
+    sets batched as :obj:`batching` says, in run order."""
+    cells: dict[tuple[str, str], Cell] = {}
+    for name in names_of(names):
+        for entry in CAMPAIGNS[name]:
+            spec = load_spec(entry.table)
+            for cell in grid(spec, profile, list(entry.rows), list(entry.columns),
+                             list(entry.seeds or seeds), batching):
+                cells.setdefault((cell.table, cell.cell_id), cell)
+    return list(cells.values())
 
 
-def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
+def subject(names: Names) -> str:
+    r"""What commits and lines call campaign :obj:`names`:
+    :obj:`"campaign readings"`, :obj:`"campaign readings+knobs"`."""
+    return f"campaign {'+'.join(names_of(names))}"
+
+
+def run_campaign(names: Names, out: str, seeds: tuple[int, ...] = (0,),
                  options: RunOptions | None = None, profile: str = PROFILE,
                  launch_options: LaunchOptions | None = None, commit: bool = False,
                  readme: str | None = None, batching: str = "masked") -> dict[str, str]:
-    r"""Runs every cell of campaign :obj:`name` that is neither finished nor
+    r"""Runs every cell of campaign :obj:`names` that is neither finished nor
     held by another process, as :obj:`launch_options` dispatch them,
     rebuilding a table's report after each of its cells. The cells start in
     the campaign's order (what decides the most per CPU hour first), not
@@ -175,18 +201,18 @@ def run_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,),
     with them README :obj:`readme`'s rebuilt verdict table. Returns how
     each cell ended, by :obj:`{table}/{cell_id}`
     (:class:`~mzattn.repro.engine.launch.CellRun`)."""
-    after_cell = _committer(name, ResultsRepository(out, readme)) if commit else None
-    return launch(campaign_cells(name, seeds, profile, batching), profile, out, options,
+    after_cell = _committer(subject(names), ResultsRepository(out, readme)) if commit else None
+    return launch(campaign_cells(names, seeds, profile, batching), profile, out, options,
                   launch_options, report_each_cell=True, keep_order=True, after_cell=after_cell)
 
 
-def _committer(name: str, repository: ResultsRepository) -> Callable[[Cell, str], None]:
+def _committer(title: str, repository: ResultsRepository) -> Callable[[Cell, str], None]:
     # commits what is left over now, then after each cell
     def commit(cell: Cell | None = None, status: str = "ok") -> None:
         if status not in ("ok", "failed"):  # no new record
             return
         try:
-            committed = repository.commit_finished(f"campaign {name}")
+            committed = repository.commit_finished(title)
         except RuntimeError as error:  # the cells stay on disk, for the next commit
             say(f"--commit: not committed this time: {error}")
             return
@@ -201,14 +227,14 @@ def _committer(name: str, repository: ResultsRepository) -> Callable[[Cell, str]
     return commit
 
 
-def park_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,), profile: str = PROFILE,
+def park_campaign(names: Names, out: str, seeds: tuple[int, ...] = (0,), profile: str = PROFILE,
                   batching: str = "masked") -> tuple[list[Cell], list[Cell]]:
     r"""Parks (:func:`~.training.parking.park`) every cell of campaign
-    :obj:`name` that has a :obj:`last.ckpt` and no finished record, saying
+    :obj:`names` that has a :obj:`last.ckpt` and no finished record, saying
     each; returns the cells parked and those whose checkpoints kept changing
     while they were copied (not parked)."""
     parked, failed = [], []
-    for cell in campaign_cells(name, seeds, profile, batching):
+    for cell in campaign_cells(names, seeds, profile, batching):
         if is_finished(_record(out, cell), cell_config(load_spec(cell.table), cell, profile)):
             continue
         try:
@@ -227,13 +253,13 @@ def park_campaign(name: str, out: str, seeds: tuple[int, ...] = (0,), profile: s
 
 def _park_cli(args: argparse.Namespace) -> int:
     # --park [--commit]: 0 when every cell with a checkpoint was parked (and committed)
-    parked, failed = park_campaign(args.name, args.out, tuple(args.seeds), args.profile,
+    parked, failed = park_campaign(args.names, args.out, tuple(args.seeds), args.profile,
                                    args.batching)
     if not parked and not failed:
         say("--park: no cell of the campaign has a checkpoint to park")
     if args.commit and parked:
         try:
-            committed = ResultsRepository(args.out).commit_parked(f"campaign {args.name}",
+            committed = ResultsRepository(args.out).commit_parked(subject(args.names),
                                                                   parked)
         except RuntimeError as error:
             say(f"--commit: the parks were not committed: {error}")
@@ -278,7 +304,7 @@ def _finished_twin(out: str, config: dict, metric: str) -> str | None:
     return None if twin is None else osp.relpath(twin[0], out)
 
 
-def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
+def status_lines(names: Names, out: str, seeds: tuple[int, ...] = (0,),
                  profile: str = PROFILE, batching: str = "masked") -> list[str]:
     r"""One Markdown table row per cell of the campaign: state, epochs,
     epoch time and the time left at the epoch cap (an upper bound): from
@@ -293,7 +319,7 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
              "| --- | --- | --- | --- | --- | --- | --- |"]
     total_left = estimated = 0.0
     runs: dict[tuple[str, str], Cell] = {}  # the first cell of the campaign with each run
-    for cell in campaign_cells(name, seeds, profile, batching):
+    for cell in campaign_cells(names, seeds, profile, batching):
         record, rows = _record(out, cell), _history(out, cell)
         parked = not osp.exists(osp.join(checkpoint_dir(out, cell), "last.ckpt")) \
             and osp.exists(osp.join(parked_dir(out, cell), "last.ckpt"))
@@ -332,11 +358,13 @@ def status_lines(name: str, out: str, seeds: tuple[int, ...] = (0,),
 
 
 def cli(argv: list[str]) -> int:
-    r""":obj:`mzattn-repro campaign NAME [--out DIR] [--seeds 0,1,2]
+    r""":obj:`mzattn-repro campaign NAME [NAME ...] [--out DIR] [--seeds 0,1,2]
     [--jobs N | --launcher slurm] [--status | --park] [--commit [--readme README.md]]`."""
     parser = argparse.ArgumentParser(prog="mzattn-repro campaign",
                                      description="run a named campaign of cells to completion")
-    parser.add_argument("name", choices=sorted(CAMPAIGNS))
+    parser.add_argument("names", nargs="+", choices=sorted(CAMPAIGNS), metavar="NAME",
+                        help="a campaign, or several run as one, their cells in the order "
+                             f"named ({', '.join(sorted(CAMPAIGNS))})")
     parser.add_argument("--out", default=osp.join("results", PROFILE))
     parser.add_argument("--profile", default=PROFILE,
                         help="profile of every cell (default: full, the paper's protocol)")
@@ -360,7 +388,7 @@ def cli(argv: list[str]) -> int:
     add_launch_arguments(parser)
     args = parser.parse_args(argv)
     if args.status:
-        print("\n".join(status_lines(args.name, args.out, tuple(args.seeds), args.profile,
+        print("\n".join(status_lines(args.names, args.out, tuple(args.seeds), args.profile,
                                       args.batching)))
         return 0
     if args.readme and not args.commit:
@@ -375,13 +403,13 @@ def cli(argv: list[str]) -> int:
     if args.park:
         return _park_cli(args)
     try:
-        statuses = run_campaign(args.name, args.out, tuple(args.seeds),
+        statuses = run_campaign(args.names, args.out, tuple(args.seeds),
                                 options=RunOptions(progress=False),
                                 profile=args.profile,
                                 launch_options=launch_options_from_args(args),
                                 commit=args.commit, readme=args.readme,
                                 batching=args.batching)
     except RunStopped as stop:  # SIGTERM / SIGINT or a full disk: finished cells are kept
-        print(f"[mzattn-repro] campaign {args.name}: {stop}", file=sys.stderr, flush=True)
+        print(f"[mzattn-repro] {subject(args.names)}: {stop}", file=sys.stderr, flush=True)
         return stop.exit_status
     return exit_status(statuses)  # 1 if a cell failed, 75 if it ran none for busy ones

@@ -11,7 +11,7 @@ r"""The :obj:`mzattn-repro` command (also :obj:`python -m mzattn.repro`).
     mzattn-repro env                       # environment information
     mzattn-repro bench                     # speed and memory benchmarks
     mzattn-repro datagen [TABLE ...]       # generate (cache) and time a profile's data
-    mzattn-repro campaign NAME [--jobs 2]  # a named list of cells, resumable (--status)
+    mzattn-repro campaign NAME [NAME ...] [--jobs 2]  # named lists of cells, resumable (--status)
     mzattn-repro readings [TASK]           # which reading of a task the paper's numbers fix
 """
 import argparse

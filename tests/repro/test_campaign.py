@@ -215,3 +215,26 @@ def test_status_shows_a_parked_cell_with_the_epochs_of_its_park(tmp_path, monkey
     live.parent.mkdir(parents=True)
     live.write_bytes(parked.read_bytes())
     assert f"| queued | 1/{cap} | 30.0 |" in line()
+
+
+def test_several_campaigns_run_as_one_in_the_order_named(tmp_path, monkeypatch, capsys):
+    # the workers that one campaign's last long cells leave idle take the next one's cells
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard", "ST-Large"), ("d=8",)),))
+    monkeypatch.setitem(CAMPAIGNS, "two", (Entry("table3", ("ST-Large", "Perceiver"), ("d=8",)),))
+    ids = ["Standard__d_8__s0", "ST-Large__d_8__s0", "Perceiver__d_8__s0"]  # ST-Large once
+    assert [cell.cell_id for cell in campaign_cells(("one", "two"))] == ids
+    assert [cell.cell_id for cell in campaign_cells(["two", "one"])] == [ids[1], ids[2], ids[0]]
+    with pytest.raises(ValueError, match="unknown campaign 'three'"):
+        campaign_cells(("one", "three"))
+    launched = []
+    monkeypatch.setattr(campaign_module, "launch", lambda cells, *args, **kwargs: launched.extend(
+        cell.cell_id for cell in cells) or {})
+    assert cli(["one", "two", "--out", str(tmp_path), "--profile", "smoke"]) == 0
+    assert launched == ids
+    assert cli(["one", "two", "--out", str(tmp_path), "--profile", "smoke", "--status"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| table3")]
+    assert [row.split(" | ")[1] for row in rows] == ids
+    with pytest.raises(SystemExit):
+        cli(["one", "three", "--status"])
+    assert campaign_module.subject(("one", "two")) == "campaign one+two"  # commits' subject
+    assert campaign_module.subject("one") == "campaign one"
