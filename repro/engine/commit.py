@@ -171,14 +171,14 @@ class ResultsRepository:
 
 
 def _kind(path: str) -> str:
-    # "cells" for {table}/cells/{id}.json, "logs" for {table}/logs/{id}.csv (cells.py's layout)
+    # "cells" for {table}/cells/{id}.json, "logs" for {table}/logs/{id}.csv (layout.py)
     folder = osp.basename(osp.dirname(path))
     return folder if (folder, osp.splitext(path)[1]) in (("cells", ".json"),
                                                           ("logs", ".csv")) else ""
 
 
 def _parked(path: str) -> bool:
-    # whether `path` is a file of {table}/parked/{id}/ (parking.py's layout)
+    # whether `path` is a file of {table}/parked/{id}/ (layout.py)
     return osp.basename(osp.dirname(osp.dirname(path))) == "parked"
 
 
