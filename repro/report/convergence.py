@@ -13,6 +13,16 @@ Anything else (the cap reached while still improving, a record without a
 history, or a validation loss that became NaN or infinite, on which early
 stopping also fires) is "not converged", with the reason in words, e.g.
 :obj:`"cap of 20 epochs reached, best val loss still -9.1% over the last 10"`.
+
+A schedule that takes the learning rate to zero at the cap (the paper's
+cosine decay) makes the last epochs' plateau the schedule's as much as the
+model's: a converged run at the cap whose last :obj:`STALL_EPOCHS` epochs ran
+below :obj:`LIVE_LR` of the peak learning rate says, in its reason, how much
+its best validation loss still moved over the last :obj:`STALL_EPOCHS` epochs
+that ran at or above it, e.g. :obj:`"cap of 200 epochs reached, best val loss
++0.0% over the last 10 (-5.7% over the last 10 at >= 10% of the peak
+learning rate)"`. The rule itself stays the protocol's: such a run is
+converged.
 """
 import math
 from dataclasses import dataclass
@@ -24,6 +34,10 @@ r"""Window of the cap rule, in epochs."""
 STALL_FRACTION = 0.01
 r"""Largest relative improvement of the best validation loss over the window
 that still counts as converged at the cap."""
+
+LIVE_LR = 0.1
+r"""Fraction of the peak learning rate below which an epoch's plateau may be
+the schedule's (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -56,9 +70,27 @@ def convergence(record: dict[str, Any]) -> Convergence:
     change = best_change(history, STALL_EPOCHS)
     if change > -STALL_FRACTION:
         return Convergence(True, f"cap of {cap} epochs reached, best val loss "
-                                 f"{100 * change:+.1f}% over the last {STALL_EPOCHS}")
+                                 f"{100 * change:+.1f}% over the last {STALL_EPOCHS}"
+                                 f"{_schedule_note(history)}")
     return Convergence(False, f"cap of {cap} epochs reached, best val loss still "
                               f"{100 * change:+.1f}% over the last {STALL_EPOCHS}")
+
+
+def _schedule_note(history: list[dict[str, Any]]) -> str:
+    # the change over the last STALL_EPOCHS epochs at >= LIVE_LR of the peak learning rate,
+    # when the last STALL_EPOCHS ran below it (module docstring); "" otherwise
+    rates = [row.get("lr") for row in history]
+    if any(rate is None for rate in rates):  # a history without learning rates
+        return ""
+    live = max(rates) * LIVE_LR
+    if all(rate >= live for rate in rates[-STALL_EPOCHS:]):
+        return ""
+    last_live = max((i for i, rate in enumerate(rates) if rate >= live), default=-1)
+    if last_live < STALL_EPOCHS:  # too few epochs ran at a live learning rate to judge
+        return ""
+    change = best_change(history[:last_live + 1], STALL_EPOCHS)
+    return (f" ({100 * change:+.1f}% over the last {STALL_EPOCHS} at >= "
+            f"{100 * LIVE_LR:.0f}% of the peak learning rate)")
 
 
 def _first_non_finite(history: list[dict[str, Any]]) -> int | None:

@@ -46,6 +46,30 @@ def test_cap_reached_on_a_plateau_is_converged():
     assert convergence(_record(losses, cap=40)).converged
 
 
+def test_a_plateau_the_schedule_made_says_how_the_loss_moved_before_it():
+    # cosine decay to zero at the cap: the loss falls 2% an epoch while the learning rate
+    # lives, then stalls; the rule keeps the protocol's verdict and the reason tells the rest
+    import math
+    cap = 60
+    rates = [1e-4 * 0.5 * (1 + math.cos(math.pi * i / cap)) for i in range(cap)]
+    losses, loss = [], 1.0
+    for rate in rates:
+        loss *= 0.98 if rate >= 1e-5 else 1.0
+        losses.append(loss)
+    record = _record(losses, cap=cap)
+    for row, rate in zip(record["history"], rates, strict=True):
+        row["lr"] = rate
+    state = convergence(record)
+    assert state.converged
+    assert state.reason == (f"cap of {cap} epochs reached, best val loss +0.0% over the last "
+                            f"{STALL_EPOCHS} (-18.3% over the last {STALL_EPOCHS} at >= 10% "
+                            "of the peak learning rate)")
+    constant = _record(losses, cap=cap)  # no decay: the plateau is the model's, no note
+    assert convergence(constant).reason.endswith(f"over the last {STALL_EPOCHS}")
+    del record["history"][0]["lr"]  # a history without learning rates: no note
+    assert convergence(record).reason.endswith(f"over the last {STALL_EPOCHS}")
+
+
 def test_a_run_whose_val_loss_diverged_is_not_converged():
     # Lightning's EarlyStopping also stops on a NaN or infinite loss: that is no convergence
     state = convergence(_record([1.0, 0.9, float("nan"), 0.8], cap=200, early=True))
