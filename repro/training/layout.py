@@ -39,7 +39,6 @@ class Cell:
         return cell_id if self.batching == "masked" else f"{cell_id}__{self.batching}"
 
 
-
 def table_dir(out: str, table: str) -> str:
     r"""Folder of a table's results: :obj:`{out}/{table}`."""
     return osp.join(out, table)
