@@ -8,7 +8,7 @@ checkpoint of the step just done."""
 import os
 import os.path as osp
 import sys
-from typing import Any
+from typing import IO, Any
 
 import lightning.pytorch as pl
 import torch
@@ -27,10 +27,11 @@ from .datamodule import ResumableLoader
 from .stages import PausingFile, pausing, reach
 
 
-def safe_load(path: str, map_location: Any = "cpu") -> Any:
-    r"""Loads a checkpoint with :obj:`weights_only=True`: tensors,
-    containers and plain values, never arbitrary pickled objects. Any error
-    is raised as a :class:`ValueError` that names :obj:`path`."""
+def safe_load(path: str | IO[bytes], map_location: Any = "cpu") -> Any:
+    r"""Loads a checkpoint (a file, or its bytes in a file object) with
+    :obj:`weights_only=True`: tensors, containers and plain values, never
+    arbitrary pickled objects. Any error is raised as a :class:`ValueError`
+    that names :obj:`path`."""
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except FileNotFoundError:

@@ -4,8 +4,9 @@ repository (:obj:`mzattn-repro campaign NAME --park`).
 
 A cell's checkpoints (:func:`~mzattn.repro.training.layout.checkpoint_dir`)
 are ignored by git, so that a session that ends on another machine loses
-them. :func:`park` copies its :obj:`last.ckpt` and :obj:`best.ckpt` to
-:obj:`{out}/{table}/parked/{cell_id}/`
+them. :func:`park` copies its :obj:`last.ckpt` and :obj:`best.ckpt` (one of
+an earlier epoch without the optimiser's state, :func:`lean`: the test reads
+the weights) to :obj:`{out}/{table}/parked/{cell_id}/`
 (:func:`~mzattn.repro.training.layout.parked_dir`), which git does
 not ignore; :func:`unpark` copies them back when the cell starts without a
 :obj:`last.ckpt` of its own, and the cell resumes from them as from its own
@@ -25,13 +26,16 @@ than the :obj:`best.ckpt` beside it): a failed park leaves the previous one
 as it was.
 """
 import contextlib
+import io
 import os
 import os.path as osp
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
+import torch
 from mzattn.repro.core.faults import atomic_write
 
 from .checkpoints import safe_load
@@ -39,6 +43,12 @@ from .layout import Cell, checkpoint_dir, parked_dir
 
 NAMES = ("best.ckpt", "last.ckpt")
 r"""The files of a park, in the order they are renamed into place."""
+
+TRAINING_STATE = ("optimizer_states", "lr_schedulers")
+r"""What a parked :obj:`best.ckpt` of an earlier epoch than :obj:`last.ckpt`
+leaves out (:func:`park`): a cell tests its best epoch's weights and resumes
+from :obj:`last.ckpt` alone, and under AdamW the optimiser's moments are two
+thirds of a checkpoint."""
 
 ATTEMPTS = 5
 r"""Copies :func:`park` tries while the cell's checkpoints keep changing."""
@@ -51,7 +61,12 @@ class ParkError(RuntimeError):
 
 def park(out: str, cell: Cell, attempts: int = ATTEMPTS) -> bool:
     r"""Copies :obj:`cell`'s :obj:`last.ckpt` and :obj:`best.ckpt` (when it
-    has one) to :func:`~mzattn.repro.training.layout.parked_dir`, replacing an earlier park. Returns
+    has one) to :func:`~mzattn.repro.training.layout.parked_dir`, replacing
+    an earlier park. A :obj:`best.ckpt` of an earlier step than
+    :obj:`last.ckpt` is parked without its :obj:`TRAINING_STATE`
+    (:func:`lean`: a third of its size); one of the same step is parked
+    whole, since git then stores it as a small delta of :obj:`last.ckpt`,
+    which it does not do for a lean one (docs/reproduction.md). Returns
     :obj:`False`, writing nothing, when the cell has no :obj:`last.ckpt`.
 
     Raises:
@@ -60,7 +75,43 @@ def park(out: str, cell: Cell, attempts: int = ATTEMPTS) -> bool:
         ~mzattn.repro.core.faults.NoSpace: The disk is full; the previous
             park is left as it was.
     """
-    return _copy(checkpoint_dir(out, cell), parked_dir(out, cell), attempts)
+    return _copy(checkpoint_dir(out, cell), parked_dir(out, cell), attempts,
+                 rewrite=_lean_older_best)
+
+
+def lean(data: bytes) -> bytes:
+    r"""The checkpoint :obj:`data` without its :obj:`TRAINING_STATE`: what
+    :meth:`~lightning.pytorch.Trainer.test` reads of it (the weights, the
+    loops' and callbacks' states) and nothing else. One that does not load
+    (:func:`~mzattn.repro.training.checkpoints.safe_load`) is returned as it
+    is, for the cell's test to name it."""
+    try:
+        checkpoint = safe_load(io.BytesIO(data))
+    except ValueError:
+        return data
+    if not isinstance(checkpoint, dict) or not set(TRAINING_STATE) & set(checkpoint):
+        return data
+    buffer = io.BytesIO()
+    torch.save({key: value for key, value in checkpoint.items() if key not in TRAINING_STATE},
+               buffer)
+    return buffer.getvalue()
+
+
+def _lean_older_best(contents: dict[str, bytes | None]) -> dict[str, bytes | None]:
+    # a park's files with best.ckpt lean when it is of an earlier step than last.ckpt (park)
+    best, last = contents["best.ckpt"], contents["last.ckpt"]
+    if best is None or last is None or _step(best) == _step(last):
+        return contents
+    return contents | {"best.ckpt": lean(best)}
+
+
+def _step(data: bytes) -> int | None:
+    # a checkpoint's global step; None when it does not load or has none
+    try:
+        checkpoint = safe_load(io.BytesIO(data))
+    except ValueError:
+        return None
+    return checkpoint.get("global_step") if isinstance(checkpoint, dict) else None
 
 
 def unpark(out: str, cell: Cell) -> bool:
@@ -118,15 +169,18 @@ def _read(folder: str, name: str) -> bytes | None:
         return None
 
 
-def _copy(source: str, target: str, attempts: int = ATTEMPTS) -> bool:
-    # The files of a park from `source` to `target`, both of one moment (see the module's doc).
+def _copy(source: str, target: str, attempts: int = ATTEMPTS,
+          rewrite: Callable[[dict[str, bytes | None]], dict[str, bytes | None]] | None = None
+          ) -> bool:
+    # The files of a park from `source` to `target`, both of one moment (see the module's doc);
+    # `rewrite`, if given, rewrites their bytes on the way.
     for attempt in range(attempts):
         before = _stamps(source)
         if before["last.ckpt"] is None:
             return False
         contents = {name: _read(source, name) for name in NAMES}
         if _stamps(source) == before:
-            _write_together(target, contents)
+            _write_together(target, contents if rewrite is None else rewrite(contents))
             return True
         if attempt + 1 < attempts:  # replaced while read: the cell saved an epoch
             time.sleep(0.1 * (attempt + 1))

@@ -1,18 +1,28 @@
 import dataclasses
 import errno
 import glob
+import io
 import os
 import os.path as osp
 import shutil
 
 import lightning.pytorch as pl
 import pytest
+import torch
 from mzattn.repro.core.faults import NoSpace, atomic_write
 from mzattn.repro.core.spec import SMOKE
 from mzattn.repro.training import parking
 from mzattn.repro.training.cells import run_cell
 from mzattn.repro.training.layout import checkpoint_dir, parked_dir
-from mzattn.repro.training.parking import ParkError, park, parked_history, remove_parked, unpark
+from mzattn.repro.training.parking import (
+    TRAINING_STATE,
+    ParkError,
+    lean,
+    park,
+    parked_history,
+    remove_parked,
+    unpark,
+)
 
 from tests.repro.core.test_faults import _cell, faulty_table
 from tests.repro.training.test_cells import SPEC
@@ -42,11 +52,18 @@ def test_a_park_resumes_in_another_clone_with_its_best(tmp_path, options, monkey
         SMOKE, max_epochs=epochs, patience=5)}) for epochs in (1, 3))
     cell = tiny_cell()
     keep = dataclasses.replace(options, keep_checkpoints=True)
-    run_cell(one, cell, "smoke", first, keep)
+    trained = run_cell(one, cell, "smoke", first, keep)
+    steps = iter(range(4))  # best.ckpt as if of an earlier step than last.ckpt: parked lean
+    monkeypatch.setattr(parking, "_step", lambda data: next(steps))
     assert park(first, cell)
-    parked = _files(parked_dir(first, cell))
+    parked, own = _files(parked_dir(first, cell)), _files(checkpoint_dir(first, cell))
     assert sorted(parked) == ["best.ckpt", "last.ckpt"]
-    assert parked == _files(checkpoint_dir(first, cell))
+    assert parked["last.ckpt"] == own["last.ckpt"]  # whole: the cell resumes from it
+    best, whole = (torch.load(io.BytesIO(own_or_parked["best.ckpt"]), weights_only=True)
+                   for own_or_parked in (parked, own))
+    assert set(whole) - set(best) == set(TRAINING_STATE)  # best: what the test reads
+    assert all(torch.equal(best["state_dict"][k], v) for k, v in whole["state_dict"].items())
+    assert len(parked["best.ckpt"]) < len(own["best.ckpt"])
     shutil.copytree(osp.join(first, "tiny", "parked"), osp.join(second, "tiny", "parked"))
     shutil.rmtree(tmp_path / "a")  # the first clone is gone with its session
 
@@ -58,6 +75,7 @@ def test_a_park_resumes_in_another_clone_with_its_best(tmp_path, options, monkey
     monkeypatch.setattr(pl.Trainer, "test", spy)
     record = run_cell(one, cell, "smoke", second, keep)  # at its cap: no training
     assert record["status"] == "ok" and record["resumed"] and record["epochs"] == 1
+    assert record["metrics"] == trained["metrics"]  # the same best weights, tested
     assert tested == [(osp.join(osp.realpath(checkpoint_dir(second, cell)), "best.ckpt"),
                        parked["best.ckpt"])]
     assert osp.isdir(parked_dir(second, cell))  # --keep-checkpoints keeps it
@@ -179,3 +197,36 @@ def test_two_ranks_unpark_at_once(tmp_path, monkeypatch):
     monkeypatch.setattr(parking.os, "replace", second_rank_first)
     assert unpark(out, cell)
     assert _files(checkpoint_dir(out, cell)) == {"best.ckpt": b"best 1", "last.ckpt": b"last 1"}
+
+
+def _saved(obj) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
+def test_lean_leaves_out_the_training_state_only():
+    saved = _saved
+    weights = {"state_dict": {"w": torch.arange(3.0)}, "epoch": 4, "callbacks": {"History": {}}}
+    whole = weights | {"optimizer_states": [{"state": {0: {"exp_avg": torch.ones(3)}}}],
+                       "lr_schedulers": [{"last_epoch": 4}]}
+    kept = torch.load(io.BytesIO(lean(saved(whole))), weights_only=True)
+    assert set(kept) == set(weights) and torch.equal(kept["state_dict"]["w"], torch.arange(3.0))
+    assert lean(saved(weights)) == saved(weights)  # nothing to leave out: the same bytes
+    assert lean(b"best 1") == b"best 1"  # does not load: parked as it is, for the test to name
+
+
+@pytest.mark.parametrize("best_step", [7, 4])
+def test_a_best_of_an_earlier_step_is_parked_lean(tmp_path, best_step):
+    # of the same step as last.ckpt, best.ckpt is parked whole: git stores it as a small
+    # delta of last.ckpt, which it would not do for a lean one of a third of its size
+    out, cell = str(tmp_path), _cell("fast")
+    moments = {"optimizer_states": [{"state": {0: {"exp_avg": torch.ones(64)}}}]}
+    best = _saved({"global_step": best_step, "state_dict": {"w": torch.zeros(64)}} | moments)
+    last = _saved({"global_step": 7, "state_dict": {"w": torch.ones(64)}} | moments)
+    _fake_checkpoints(out, cell, last, best)
+    assert park(out, cell)
+    parked = _files(parked_dir(out, cell))
+    assert parked["last.ckpt"] == last
+    assert lean(best) != best  # the two cases differ
+    assert parked["best.ckpt"] == (best if best_step == 7 else lean(best))
