@@ -18,10 +18,12 @@ also committed to git (:mod:`.engine.commit`). :obj:`--status` prints the plan
 and its progress.
 """
 import argparse
+import contextlib
 import csv
 import os.path as osp
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .core.faults import RunStopped
@@ -33,6 +35,7 @@ from .engine.options import (
     add_batching_argument,
     add_launch_arguments,
     launch_options_from_args,
+    parse_duration,
     parse_seeds,
 )
 from .engine.runner import exit_status, grid
@@ -251,8 +254,29 @@ def park_campaign(names: Names, out: str, seeds: tuple[int, ...] = (0,), profile
     return parked, failed
 
 
+@contextlib.contextmanager
+def park_after(seconds: float | None, park_now: Callable[[], object]) -> Iterator[None]:
+    r"""Calls :obj:`park_now` once, in a thread of its own, :obj:`seconds`
+    after the block starts, unless the block has ended by then; never when
+    :obj:`seconds` is :obj:`None`. The park of :obj:`campaign NAME
+    --park-after 2h45m`: a run that the end of a session or a job's time
+    limit will kill parks its cells before, and goes on training."""
+    if seconds is None:
+        yield
+        return
+    timer = threading.Timer(seconds, park_now)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        timer.join()  # a park under way ends before the run does
+
+
 def _park_cli(args: argparse.Namespace) -> int:
-    # --park [--commit]: 0 when every cell with a checkpoint was parked (and committed)
+    # --park [--commit], and --park-after's park: 0 when every cell with a checkpoint was
+    # parked (and committed)
     parked, failed = park_campaign(args.names, args.out, tuple(args.seeds), args.profile,
                                    args.batching)
     if not parked and not failed:
@@ -267,6 +291,16 @@ def _park_cli(args: argparse.Namespace) -> int:
         say(f"--commit: committed the parks of {', '.join(committed)}" if committed
             else "--commit: the parks are as committed already")
     return 1 if failed else 0
+
+
+def _timed_park(args: argparse.Namespace) -> None:
+    # --park-after's park, in its timer's thread: a failure (a full disk) is said, and the
+    # run goes on (and meets the full disk itself)
+    say(f"--park-after: parking the cells not finished of {subject(args.names)}")
+    try:
+        _park_cli(args)
+    except BaseException as error:  # a thread's end, not the run's: said, not raised
+        say(f"--park-after: not parked: {type(error).__name__}: {error}")
 
 
 def _history(out: str, cell: Cell) -> list[dict[str, str]]:
@@ -359,7 +393,8 @@ def status_lines(names: Names, out: str, seeds: tuple[int, ...] = (0,),
 
 def cli(argv: list[str]) -> int:
     r""":obj:`mzattn-repro campaign NAME [NAME ...] [--out DIR] [--seeds 0,1,2]
-    [--jobs N | --launcher slurm] [--status | --park] [--commit [--readme README.md]]`."""
+    [--jobs N | --launcher slurm] [--status | --park | --park-after DURATION]
+    [--commit [--readme README.md]]`."""
     parser = argparse.ArgumentParser(prog="mzattn-repro campaign",
                                      description="run a named campaign of cells to completion")
     parser.add_argument("names", nargs="+", choices=sorted(CAMPAIGNS), metavar="NAME",
@@ -379,6 +414,10 @@ def cli(argv: list[str]) -> int:
                       help="copy the checkpoints of the cells not finished to "
                            "{out}/{table}/parked/ (kept by git; a later session resumes from "
                            "them), and with --commit commit them; trains nothing")
+    parser.add_argument("--park-after", type=parse_duration, default=None, metavar="DURATION",
+                        help="while running, park (and with --commit commit) the cells not "
+                             "finished once, this long after the start, e.g. 2h45m, then go "
+                             "on: before a session or a job's time limit ends the run")
     parser.add_argument("--commit", action="store_true",
                         help="commit each finished cell, with its log and the rebuilt reports, "
                              "to the git repository that holds --out")
@@ -400,15 +439,18 @@ def cli(argv: list[str]) -> int:
             ResultsRepository(args.out, args.readme)
         except ValueError as error:
             parser.error(str(error))
+    if args.park and args.park_after is not None:
+        parser.error("--park-after goes with a run, not with --park")
     if args.park:
         return _park_cli(args)
     try:
-        statuses = run_campaign(args.names, args.out, tuple(args.seeds),
-                                options=RunOptions(progress=False),
-                                profile=args.profile,
-                                launch_options=launch_options_from_args(args),
-                                commit=args.commit, readme=args.readme,
-                                batching=args.batching)
+        with park_after(args.park_after, lambda: _timed_park(args)):
+            statuses = run_campaign(args.names, args.out, tuple(args.seeds),
+                                    options=RunOptions(progress=False),
+                                    profile=args.profile,
+                                    launch_options=launch_options_from_args(args),
+                                    commit=args.commit, readme=args.readme,
+                                    batching=args.batching)
     except RunStopped as stop:  # SIGTERM / SIGINT or a full disk: finished cells are kept
         print(f"[mzattn-repro] {subject(args.names)}: {stop}", file=sys.stderr, flush=True)
         return stop.exit_status

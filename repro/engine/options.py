@@ -12,6 +12,7 @@ import argparse
 import errno
 import os
 import os.path as osp
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -241,6 +242,21 @@ def _strategy(name: str) -> str:
 def parse_names(text: str) -> list[str]:
     r"""The names of a comma-separated option, e.g. :obj:`--columns d=8,d=32`."""
     return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def parse_duration(text: str) -> float:
+    r"""The seconds of a duration such as :obj:`2h45m`, :obj:`90m`,
+    :obj:`1h`, :obj:`30s` or :obj:`5400` (seconds), positive."""
+    match = re.fullmatch(r"(?:(\d+(?:\.\d*)?)h)?(?:(\d+(?:\.\d*)?)m)?(?:(\d+(?:\.\d*)?)s?)?",
+                         text.strip())
+    if not text.strip() or match is None:
+        raise argparse.ArgumentTypeError(f"must be a duration such as 2h45m, 90m or 5400 "
+                                         f"(seconds) (got {text!r})")
+    hours, minutes, seconds = (float(part or 0) for part in match.groups())
+    total = 3600 * hours + 60 * minutes + seconds
+    if total <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive (got {text!r})")
+    return total
 
 
 def parse_seeds(text: str) -> list[int]:

@@ -1,3 +1,6 @@
+import os
+import os.path as osp
+
 import pytest
 from mzattn.repro import campaign as campaign_module
 from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli, status_lines
@@ -238,3 +241,57 @@ def test_several_campaigns_run_as_one_in_the_order_named(tmp_path, monkeypatch, 
         cli(["one", "three", "--status"])
     assert campaign_module.subject(("one", "two")) == "campaign one+two"  # commits' subject
     assert campaign_module.subject("one") == "campaign one"
+
+
+@pytest.mark.parametrize("text,seconds", [("2h45m", 9900.0), ("90m", 5400.0), ("1h", 3600.0),
+                                          ("30s", 30.0), ("5400", 5400.0), ("0.5m", 30.0)])
+def test_durations_read_as_a_user_writes_them(text, seconds):
+    from mzattn.repro.engine.options import parse_duration
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "0", "0m", "h", "2x", "-5m", "1m2h"])
+def test_a_duration_that_is_not_one_says_so(text):
+    import argparse
+
+    from mzattn.repro.engine.options import parse_duration
+    with pytest.raises(argparse.ArgumentTypeError, match="must be"):
+        parse_duration(text)
+
+
+def test_park_after_parks_the_running_cells_once_and_goes_on(tmp_path, monkeypatch, capsys):
+    # the end of a session or a job's time limit will kill the run: it parks before, once
+    import threading
+    import time
+
+    from mzattn.repro.training.layout import parked_dir
+
+    from tests.repro.training.test_parking import _fake_checkpoints
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard", "ST-Large"), ("d=8",)),))
+    out = str(tmp_path)
+    cells = campaign_cells("one", profile="smoke")
+    parks = []
+
+    def training(cells, *args, **kwargs):  # two cells that train past the park's time
+        for cell in cells:
+            _fake_checkpoints(out, cell, f"last of {cell.cell_id}".encode(), b"best")
+        deadline = time.monotonic() + 10
+        while not all(osp.exists(parked_dir(out, cell)) for cell in cells) \
+                and time.monotonic() < deadline:
+            time.sleep(0.02)
+        parks.append(sorted(os.listdir(osp.dirname(parked_dir(out, cells[0])))))
+        time.sleep(0.3)  # goes on training after the park
+        return {f"{cell.table}/{cell.cell_id}": "ok" for cell in cells}
+    monkeypatch.setattr(campaign_module, "launch", training)
+    threads = threading.active_count()
+    assert cli(["one", "--out", out, "--profile", "smoke", "--park-after", "0.1s"]) == 0
+    assert parks == [sorted(cell.cell_id for cell in cells)]
+    said = capsys.readouterr().out
+    assert said.count("--park-after: parking the cells not finished of campaign one") == 1
+    assert all(f"parked table3/{cell.cell_id}" in said for cell in cells)
+    assert threading.active_count() == threads  # the timer ended with the run
+    monkeypatch.setattr(campaign_module, "launch", lambda *args, **kwargs: {})
+    assert cli(["one", "--out", out, "--profile", "smoke", "--park-after", "1h"]) == 0
+    assert threading.active_count() == threads  # a run that ends first cancels its park
+    with pytest.raises(SystemExit):
+        cli(["one", "--out", out, "--park", "--park-after", "1h"])
