@@ -138,7 +138,8 @@ def _header(spec: TableSpec, results: Results) -> list[str]:
     seeds = sorted({r["config"].get("seed") for r in results.ok})
     lines = [f"Ran: profile {', '.join(results.profiles)}; {len(results.ok)} finished cells, "
              f"{len(results.failed)} failed; seeds {', '.join(map(str, seeds))}; training "
-             f"time {results.wall_time() / 60:.1f} min. Split sizes and epochs per cell are "
+             f"time {results.training_time() / 60:.1f} min (every epoch, a resumed cell's runs "
+             "included). Split sizes and epochs per cell are "
              "under *What ran*. Rebuild with `mzattn-repro report`."]
     if results.profiles == ["smoke"]:
         lines += ["", "Smoke profile: a pipeline check only, no verdict."]

@@ -157,6 +157,20 @@ class Results:
                 return records[0]["params"]
         return None
 
-    def wall_time(self) -> float:
-        r"""Total seconds of all finished cells."""
-        return sum(r.get("wall_time_s", 0.0) for r in self.ok)
+    def training_time(self) -> float:
+        r"""Seconds of training behind all finished cells
+        (:func:`training_time`)."""
+        return sum(map(training_time, self.ok))
+
+
+def training_time(record: dict[str, Any]) -> float:
+    r"""Seconds of training and validation behind :obj:`record`: the sum of
+    its history's epoch times, which a resumed cell's history carries across
+    its runs (its :obj:`wall_time_s` is its last run's alone).  A seed
+    trained stacked counts its share of the group's epochs; a record without
+    a history, its :obj:`wall_time_s`."""
+    history = record.get("history") or []
+    if not history:
+        return record.get("wall_time_s", 0.0)
+    seconds = sum(row.get("epoch_time_s") or 0.0 for row in history)
+    return seconds / record.get("seeds_together", 1)

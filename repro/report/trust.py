@@ -112,9 +112,11 @@ def _numbers(record: dict[str, Any]) -> list[str]:
         problems.append(f"'split_sizes' is {sizes!r}, not a list of numbers")
     history = record.get("history") or []
     if not isinstance(history, list) or not all(
-            isinstance(row, dict) and (row.get("val_loss") is None or _is_number(row["val_loss"]))
+            isinstance(row, dict) and all(row.get(name) is None or _is_number(row[name])
+                                          for name in ("val_loss", "epoch_time_s"))
             for row in history):
-        problems.append("'history' is not a list of epochs with numeric validation losses")
+        problems.append("'history' is not a list of epochs with numeric validation losses "
+                        "and times")
     return problems
 
 

@@ -187,9 +187,25 @@ def test_summary_counts_the_records_set_aside(out):
 
 @pytest.mark.parametrize("field, value", [("params", "1k"), ("epochs", "2"),
                                           ("split_sizes", "32/16/16"),
-                                          ("history", [{"val_loss": "low"}])])
+                                          ("history", [{"val_loss": "low"}]),
+                                          ("history", [{"val_loss": 1.0,
+                                                        "epoch_time_s": "2 s"}])])
 def test_any_number_the_report_reads_stored_as_text_is_set_aside(out, field, value):
     _edit(_path(out, 0), lambda record: record.update({field: value}))
     (line,) = Results.load(SPEC, out).set_aside
     assert line.startswith(f"{_path(out, 0)}: ") and f"'{field}'" in line
     assert "| Standard | d=8 | " in _report(out)  # no traceback, seed 1 still shown
+
+
+def test_the_training_time_counts_every_run_of_a_resumed_cell(out):
+    # a resumed cell's wall_time_s is its last run's; its history carries
+    # every epoch, and the report's training time sums those
+    def resumed(record):
+        record["history"] = [{"epoch": e, "val_loss": 1.0, "epoch_time_s": 30.0}
+                             for e in (1, 2)]
+        record |= {"resumed": True, "wall_time_s": 5.0}
+
+    for seed in (0, 1):
+        _edit(_path(out, seed), resumed)
+    assert Results.load(SPEC, out).training_time() == 120.0
+    assert "training time 2.0 min (every epoch" in _report(out)
