@@ -1,5 +1,5 @@
-r"""Counting what a step dispatches: the aten operators (each a kernel
-launch or more on a GPU, :func:`count_ops`) and the host synchronisations
+r"""Counting what a step dispatches: the aten operators (a kernel launch or
+more on a GPU each, but for views and metadata, :func:`count_ops`) and the host synchronisations
 (:func:`count_host_syncs`), on any device, CPU included.  The tests and
 :mod:`.step_profile` use them."""
 import contextlib
@@ -61,24 +61,48 @@ class _Mode(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+#: Operators that return a view of an input without declaring it
+#: (:obj:`OpOverload.is_view` is false for them).
+UNDECLARED_VIEWS = ('_unsafe_view',)
+
+
+class OpCount(Counter):
+    r"""Aten operators by name (:func:`count_ops`), and :obj:`views`: those
+    among them that only make a view or change metadata (:obj:`view`,
+    :obj:`transpose`, :obj:`expand`, :obj:`detach`, ...), which launch no
+    kernel on a GPU."""
+    def __init__(self):
+        super().__init__()
+        self.views = Counter()
+
+    @property
+    def kernels(self) -> int:
+        r"""The operators that run a kernel: all but :obj:`views`."""
+        return sum(self.values()) - sum(self.views.values())
+
+
 class _OpCounter(TorchDispatchMode):
-    def __init__(self, ops: Counter):
+    def __init__(self, ops: OpCount):
         super().__init__()
         self.ops = ops
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops[func.overloadpacket.__name__] += 1
+        name = func.overloadpacket.__name__
+        self.ops[name] += 1
+        if func.is_view or name in UNDECLARED_VIEWS:
+            self.ops.views[name] += 1
         return func(*args, **(kwargs or {}))
 
 
 @contextlib.contextmanager
 def count_ops(*, fused_sdpa: bool = False):
-    r"""Counts the aten operators dispatched inside the block, by name
-    (:obj:`sum(counter.values())` is the total).  With :obj:`fused_sdpa`,
+    r"""Counts the aten operators dispatched inside the block, by name, in
+    an :class:`OpCount` (:obj:`sum(counter.values())` is the total,
+    :obj:`counter.kernels` those that run a kernel).  With :obj:`fused_sdpa`,
     every :func:`~torch.nn.functional.scaled_dot_product_attention` counts
     as CUDA's fused kernels run it (:class:`_FusedSDPA`): one operator each
     way, with their memory layouts."""
-    ops = Counter()
+    ops = OpCount()
     with _fused_sdpa(ops) if fused_sdpa else contextlib.nullcontext(), _OpCounter(ops):
         yield ops
 

@@ -149,14 +149,15 @@ def _seeds_table(seeds: dict) -> str:
 
 def _step_table(rows: list[dict]) -> str:
     head = ('| model | ms/step | kernel launches | host syncs | memcpy | aten ops '
-            '(fwd+bwd) | syncs counted on dispatch |\n| --- | --- | --- | --- | --- | --- | --- |')
+            '(fwd+bwd) | of which kernels | syncs counted on dispatch |\n'
+            '| --- | --- | --- | --- | --- | --- | --- | --- |')
     body = []
     for row in rows:
         if 'error' in row:
-            body.append(f"| {row['model']} | error: {row['error'][:80]} | | | | | |")
+            body.append(f"| {row['model']} | error: {row['error'][:80]} | | | | | | |")
             continue
         cells = [_fmt(row['ms'], 2)] + [_fmt(row.get(k)) for k in ('launches', 'syncs', 'memcpy')]
-        cells += [_fmt(row['aten_ops']), _fmt(row['counted_syncs'])]
+        cells += [_fmt(row['aten_ops']), _fmt(row.get('kernel_ops')), _fmt(row['counted_syncs'])]
         body.append(f"| {row['model']} | " + ' | '.join(cells) + ' |')
     return '\n'.join([head] + body)
 

@@ -70,8 +70,9 @@ def profile_model(name: str, device: torch.device, data: dict, steps: int,
     r"""Milliseconds per step (median of :obj:`steps` timed one by one
     after 3 warm-up steps), aten operators of one step, and, from a
     profile of 3 steps, kernel launches, synchronisations and copies per
-    step.  :obj:`aten_ops` and :obj:`counted_syncs` (:mod:`.dispatch`) are
-    the forward and backward's."""
+    step.  :obj:`aten_ops`, :obj:`kernel_ops` (those of them that run a
+    kernel, views and metadata aside) and :obj:`counted_syncs`
+    (:mod:`.dispatch`) are the forward and backward's."""
     from mzattn.baselines import build_model
     torch.manual_seed(0)
     model = build_model(name, FEATURES, 1).to(device)
@@ -97,6 +98,7 @@ def profile_model(name: str, device: torch.device, data: dict, steps: int,
     row = {'model': name + ('+bf16' if bf16 else '') + ('+plain' if plain else '')
            + ('+stored' if stored else ''),
            'ms': 1e3 * sorted(times)[len(times) // 2], 'aten_ops': sum(ops.values()),
+           'kernel_ops': ops.kernels,
            'counted_syncs': syncs.total,
            'params': sum(p.numel() for p in model.parameters())}
     if device.type == 'cuda':

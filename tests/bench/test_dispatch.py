@@ -41,3 +41,14 @@ def test_fused_sdpa_counts_a_call_without_gradients_and_restores_the_function():
     with count_ops() as ops:  # unfused: the CPU kernel's own operators
         F.scaled_dot_product_attention(q, q, q)
     assert sum(ops.values()) >= 1 and 'scaled_dot_product_attention_backward' not in ops
+
+
+def test_views_and_metadata_are_counted_apart_from_kernels():
+    x = torch.randn(4, 6, requires_grad=True)
+    w = torch.randn(5, 6)
+    with count_ops() as ops:
+        y = x.view(2, 2, 6).transpose(0, 1).reshape(4, 6)  # a view, a transpose, a copy
+        (y @ w.t()).sum().backward()
+    assert {'view', 'transpose', 't'} <= ops.views.keys()
+    assert 'mm' in ops and 'mm' not in ops.views and 'clone' not in ops.views
+    assert ops.kernels == sum(ops.values()) - sum(ops.views.values()) > 0

@@ -13,7 +13,8 @@ failures="1" skipped="1" tests="4"><testcase classname="tests.cuda.test_cuda" na
 </testsuite></testsuites>'''
 PROFILE = {'suite': 'step_profile', 'environment': {'device': 'cuda', 'gpu': 'NVIDIA H200',
                                                     'torch': '2.11.0'},
-           'rows': [{'model': 'standard', 'ms': 12.345, 'aten_ops': 1257, 'counted_syncs': 0,
+           'rows': [{'model': 'standard', 'ms': 12.345, 'aten_ops': 1257, 'kernel_ops': 640,
+                     'counted_syncs': 0,
                      'params': 211905, 'launches': 400.0, 'syncs': 0.0, 'memcpy': 2.0},
                     {'model': 'mamba-pma', 'error': 'MissingExtraError: no mambapy'}]}
 
@@ -47,7 +48,7 @@ def test_render_shows_stages_tests_steps_and_the_cell(check_folder):
     assert '| step_profile | timed out | 100 (100) |' in text
     assert '`tests/cuda`: 2 passed, 1 failed, 1 skipped.' in text
     assert '- failed: `test_b[mz-full]`' in text
-    assert '| standard | 12.35 | 400.0 | 0.0 | 2.0 | 1,257 | 0 |' in text
+    assert '| standard | 12.35 | 400.0 | 0.0 | 2.0 | 1,257 | 640 | 0 |' in text
     assert '| mamba-pma | error: MissingExtraError: no mambapy |' in text
     assert '3 epochs in the stage\'s limit, median 1.70 s/epoch' in text
 
