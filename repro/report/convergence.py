@@ -21,8 +21,10 @@ below :obj:`LIVE_LR` of the peak learning rate says, in its reason, how much
 its best validation loss still moved over the last :obj:`STALL_EPOCHS` epochs
 that ran at or above it, e.g. :obj:`"cap of 200 epochs reached, best val loss
 +0.0% over the last 10 (-5.7% over the last 10 at >= 10% of the peak
-learning rate)"`. The rule itself stays the protocol's: such a run is
-converged.
+learning rate)"` (:func:`live_change`). The rule itself stays the
+protocol's: such a run is converged.  Runs that early stopping ended after
+that window moved as much there (docs/reproduction.md, *Verdict rules*), so
+the window's change does not tell a capped run from a converged one.
 """
 import math
 from dataclasses import dataclass
@@ -77,20 +79,29 @@ def convergence(record: dict[str, Any]) -> Convergence:
 
 
 def _schedule_note(history: list[dict[str, Any]]) -> str:
-    # the change over the last STALL_EPOCHS epochs at >= LIVE_LR of the peak learning rate,
-    # when the last STALL_EPOCHS ran below it (module docstring); "" otherwise
-    rates = [row.get("lr") for row in history]
-    if any(rate is None for rate in rates):  # a history without learning rates
+    change = live_change(history)
+    if change is None:
         return ""
-    live = max(rates) * LIVE_LR
-    if all(rate >= live for rate in rates[-STALL_EPOCHS:]):
-        return ""
-    last_live = max((i for i, rate in enumerate(rates) if rate >= live), default=-1)
-    if last_live < STALL_EPOCHS:  # too few epochs ran at a live learning rate to judge
-        return ""
-    change = best_change(history[:last_live + 1], STALL_EPOCHS)
     return (f" ({100 * change:+.1f}% over the last {STALL_EPOCHS} at >= "
             f"{100 * LIVE_LR:.0f}% of the peak learning rate)")
+
+
+def live_change(history: list[dict[str, Any]]) -> float | None:
+    r"""Relative change of the best validation loss over the last
+    :obj:`STALL_EPOCHS` epochs of :obj:`history` that ran at or above
+    :obj:`LIVE_LR` of the peak learning rate, when its last
+    :obj:`STALL_EPOCHS` epochs ran below it; :obj:`None` otherwise (or
+    when fewer epochs ran at a live rate, or the rates are missing)."""
+    rates = [row.get("lr") for row in history]
+    if any(rate is None for rate in rates):
+        return None
+    live = max(rates) * LIVE_LR
+    if all(rate >= live for rate in rates[-STALL_EPOCHS:]):
+        return None
+    last_live = max((i for i, rate in enumerate(rates) if rate >= live), default=-1)
+    if last_live < STALL_EPOCHS:
+        return None
+    return best_change(history[:last_live + 1], STALL_EPOCHS)
 
 
 def _first_non_finite(history: list[dict[str, Any]]) -> int | None:

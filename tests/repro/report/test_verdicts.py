@@ -1,5 +1,10 @@
 import pytest
-from mzattn.repro.report.convergence import STALL_EPOCHS, best_change, convergence
+from mzattn.repro.report.convergence import (
+    STALL_EPOCHS,
+    best_change,
+    convergence,
+    live_change,
+)
 from mzattn.repro.report.report import verdicts, write_report
 from mzattn.repro.report.results import Results, load_records
 from mzattn.repro.report.verdicts import (
@@ -64,8 +69,10 @@ def test_a_plateau_the_schedule_made_says_how_the_loss_moved_before_it():
     assert state.reason == (f"cap of {cap} epochs reached, best val loss +0.0% over the last "
                             f"{STALL_EPOCHS} (-18.3% over the last {STALL_EPOCHS} at >= 10% "
                             "of the peak learning rate)")
+    assert round(live_change(record["history"]), 3) == -0.183
     constant = _record(losses, cap=cap)  # no decay: the plateau is the model's, no note
     assert convergence(constant).reason.endswith(f"over the last {STALL_EPOCHS}")
+    assert live_change(constant["history"]) is None
     del record["history"][0]["lr"]  # a history without learning rates: no note
     assert convergence(record).reason.endswith(f"over the last {STALL_EPOCHS}")
 
