@@ -34,6 +34,7 @@ from .engine.options import (
     LaunchOptions,
     add_batching_argument,
     add_launch_arguments,
+    add_store_activations_argument,
     launch_options_from_args,
     parse_duration,
     parse_seeds,
@@ -408,6 +409,7 @@ def cli(argv: list[str]) -> int:
                              "tables have 3-5)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads per cell")
     add_batching_argument(parser)
+    add_store_activations_argument(parser)
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--status", action="store_true", help="print the plan and progress")
     what.add_argument("--park", action="store_true",
@@ -446,7 +448,9 @@ def cli(argv: list[str]) -> int:
     try:
         with park_after(args.park_after, lambda: _timed_park(args)):
             statuses = run_campaign(args.names, args.out, tuple(args.seeds),
-                                    options=RunOptions(progress=False),
+                                    options=RunOptions(
+                                        progress=False,
+                                        store_activations=args.store_activations),
                                     profile=args.profile,
                                     launch_options=launch_options_from_args(args),
                                     commit=args.commit, readme=args.readme,

@@ -127,11 +127,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="train on the static-shape path under torch.compile: batches "
                              "padded to a power-of-two set size, one graph per bucket, "
                              "mode reduce-overhead (CUDA graphs) on CUDA (docs/benchmarks.md)")
-    parser.add_argument("--store-activations", action="store_true",
-                        help="MZ attention stores its activations for backward instead of "
-                             "recomputing them: MZ-Full's step about 0.76x the time, about 4x "
-                             "the training memory; recorded as the record's 'activations' "
-                             "(docs/benchmarks.md)")
+    add_store_activations_argument(parser)
     parser.add_argument("--seeds-together", action="store_true",
                         help="train the seeds of a cell as one group in one process on one "
                              "device (torch.func.vmap), one record per seed as usual; with "
@@ -149,6 +145,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     bar.add_argument("--progress", dest="progress", action="store_true", default=None)
     bar.add_argument("--no-progress", dest="progress", action="store_false")
     add_launch_arguments(parser)
+
+
+def add_store_activations_argument(parser: argparse.ArgumentParser) -> None:
+    r"""Adds :obj:`--store-activations`
+    (:obj:`RunOptions.store_activations`) to :obj:`parser`."""
+    parser.add_argument("--store-activations", action="store_true",
+                        help="MZ attention stores its activations for backward instead of "
+                             "recomputing them: MZ-Full's step about 0.76x the time, about 4x "
+                             "the training memory; recorded as the record's 'activations' "
+                             "(docs/benchmarks.md)")
 
 
 def add_batching_argument(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ import pytest
 from mzattn.repro import campaign as campaign_module
 from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli, status_lines
 from mzattn.repro.core.registry import load_spec
-from mzattn.repro.training.cells import cell_config
+from mzattn.repro.training.cells import cell_config, peek_record
 from mzattn.repro.training.layout import cell_path
 
 
@@ -177,6 +177,21 @@ def test_a_campaign_runs_the_batching_it_is_given(tmp_path, monkeypatch, capsys)
                 "--status"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| table3")]
     assert [row.split(" | ")[1] for row in rows] == ["Standard__d_8__s0__padded"]
+
+
+def test_a_campaign_stores_activations_when_asked(tmp_path, data_root, monkeypatch):
+    # the cells' MZ attention stores its activations (faster, same function), and the
+    # record says so; a cell that ran the default says "recomputed"
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("MZAttn-Full",), ("d=8",)),))
+    monkeypatch.setenv("MZATTN_DATA", data_root)
+    args = ["one", "--out", str(tmp_path), "--profile", "smoke", "--threads", "1"]
+    assert cli([*args, "--store-activations"]) == 0
+    assert cli([*args, "--seeds", "1"]) == 0
+    records = {seed: peek_record(osp.join(tmp_path, "table3", "cells",
+                                          f"MZAttn-Full__d_8__s{seed}.json"))
+               for seed in (0, 1)}
+    assert {seed: record["activations"] for seed, record in records.items()} == {
+        0: "stored", 1: "recomputed"}
 
 
 @pytest.mark.parametrize("statuses,code", [
