@@ -45,7 +45,7 @@ from mzlayers.mz_attention import activations, set_recompute
 
 from .checkpoints import AtomicCheckpointIO, CellCheckpoint, StopBetweenSteps, resumable
 from .datamodule import SetDataModule
-from .history import History
+from .history import History, activations_of
 from .layout import Cell, cell_path, checkpoint_dir, lock_path, log_path, stage_name
 from .lightning_module import SetModule, output_channels
 from .parking import remove_parked, unpark
@@ -363,15 +363,16 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
     # read before testing: loading the best checkpoint also restores the callbacks' states
     # as they were at the best epoch (a shorter history, early stopping not yet fired)
     early = next(cb for cb in trainer.callbacks if isinstance(cb, EarlyStopping))
-    stopped_early, curve = early.stopped_epoch > 0, list(history.rows)
+    stopped_early, curve, runs = early.stopped_epoch > 0, list(history.rows), list(history.runs)
     reach("test", stage_name(cell))
     test = trainer.test(module, datamodule=data, ckpt_path=best, verbose=False)[0]
     return test_fields(test, module, data, trainer, profile) | {
         "best_val_loss": None if checkpoint.best_model_score is None
         else float(checkpoint.best_model_score),
         "epochs": trainer.current_epoch, "stopped_early": stopped_early,
-        "history": curve, "resumed": resumed,
-    }
+        "history": curve, "resumed": resumed, "runs": runs,
+    } | activations_of(runs)
+
 
 
 def test_fields(test: dict[str, Any], module: SetModule, data: SetDataModule,

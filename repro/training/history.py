@@ -11,6 +11,8 @@ import lightning.pytorch as pl
 import torch
 from mzattn.repro.core.faults import atomic_write_text
 
+from mzlayers.mz_attention import activations
+
 FIELDS = ("epoch", "train_loss", "val_loss", "val_metric", "lr", "epoch_time_s")
 r"""Columns of a history row (and of the CSV log)."""
 
@@ -24,7 +26,10 @@ class History(pl.Callback):
     in every checkpoint, with the running sums of an epoch in progress (a
     run resumed in the middle of an epoch records the whole epoch's training
     loss and time); after each epoch they are also written atomically to
-    :obj:`csv_path` (columns :obj:`FIELDS`).
+    :obj:`csv_path` (columns :obj:`FIELDS`).  So do :obj:`runs`: one entry
+    per process that trained the cell, the epoch it started (or resumed)
+    in and, for a model with MZ attention, whether it stored or recomputed
+    the attention's activations (:func:`~mzlayers.mz_attention.activations`).
 
     Args:
         metric (str): Validation metric to record, e.g. :obj:`"r2"` (logged
@@ -35,12 +40,16 @@ class History(pl.Callback):
     def __init__(self, metric: str, csv_path: str | None = None) -> None:
         self.metric, self.csv_path = metric, csv_path
         self.rows: list[dict[str, Any]] = []
+        self.runs: list[dict[str, Any]] = []
         self._start = self._lr = None
         self._loss_sum = self._count = 0.0
 
     @property
     def state_key(self) -> str:
         return "History"
+
+    def on_train_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        self.runs.append(run_entry(trainer.current_epoch + 1, module))
 
     def on_train_epoch_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
         self._start = time.perf_counter()
@@ -72,7 +81,7 @@ class History(pl.Callback):
             write_csv_atomic(self.rows, self.csv_path)
 
     def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {"rows": list(self.rows)}
+        state: dict[str, Any] = {"rows": list(self.rows), "runs": list(self.runs)}
         if self._start is not None:  # saved in the middle of an epoch
             state["epoch_in_progress"] = {
                 "loss_sum": self._loss_sum, "count": self._count, "lr": self._lr,
@@ -81,12 +90,30 @@ class History(pl.Callback):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.rows = list(state_dict.get("rows", []))
+        self.runs = list(state_dict.get("runs", []))  # none in checkpoints made before runs
         # Lightning resumes a mid-epoch checkpoint without on_train_epoch_start
         partial = state_dict.get("epoch_in_progress")
         if partial is not None:
             self._loss_sum, self._count, self._lr = (partial["loss_sum"], partial["count"],
                                                      partial["lr"])
             self._start = time.perf_counter() - partial["seconds"]
+
+
+def run_entry(epoch: int, model: torch.nn.Module) -> dict[str, Any]:
+    r"""The entry of :obj:`History.runs` for a process that starts training
+    :obj:`model` in :obj:`epoch` (1-based)."""
+    mode = activations(model)
+    return {"epoch": epoch} | ({} if mode is None else {"activations": mode})
+
+
+def activations_of(runs: list[dict[str, Any]]) -> dict[str, str]:
+    r"""The record's :obj:`activations` from its :obj:`runs`: the MZ
+    attention's modes in order, e.g. :obj:`"stored"`, or
+    :obj:`"recomputed, then stored"` for a cell resumed under the other one;
+    nothing without MZ attention."""
+    modes = [run["activations"] for run in runs if "activations" in run]
+    changes = [mode for i, mode in enumerate(modes) if i == 0 or mode != modes[i - 1]]
+    return {"activations": ", then ".join(changes)} if changes else {}
 
 
 def _value(value: torch.Tensor | float | None) -> float | None:

@@ -68,7 +68,7 @@ from .cells import (
 )
 from .datamodule import SetDataModule
 from .group_checkpoint import group_checkpoint_path, load_group, save_group
-from .history import write_csv_atomic
+from .history import activations_of, run_entry, write_csv_atomic
 from .layout import Cell, cell_path, checkpoint_dir, lock_path, log_path, stage_name
 from .lightning_module import SetModule, warmup_cosine
 from .stages import reach
@@ -259,15 +259,18 @@ def train_group(spec: TableSpec, cells: Sequence[Cell], profile_name: str, out: 
     training = (stacked, optimizer, scheduler, seeds)
     path = group_checkpoint_path(out, cells)
     configs = [cell_config(spec, cell, profile_name) for cell in cells]
-    start = _resume(load_group(path, configs), *training)
+    state = load_group(path, configs)
+    start = _resume(state, *training)
+    runs = [*(state or {}).get("runs", []), run_entry(start + 1, seeds[0].module.model)]
     for epoch in range(start, profile.max_epochs):
         if len(stacked.frozen) == len(seeds):
             break
         _epoch(stacked, seeds, optimizer, epoch=epoch, profile=profile, metric=metric,
                out=out, device=device)
         scheduler.step()
-        save_group(path, _state(epoch + 1, configs, *training))
-    return [_test(seed, profile, out, options) | {"resumed": start > 0} for seed in seeds]
+        save_group(path, _state(epoch + 1, configs, *training) | {"runs": runs})
+    fields = {"resumed": start > 0, "runs": runs} | activations_of(runs)
+    return [_test(seed, profile, out, options) | fields for seed in seeds]
 
 
 _SEED_FIELDS = ("rows", "best_val", "best_state", "early_best", "wait", "stopped_epoch")

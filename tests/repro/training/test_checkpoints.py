@@ -4,6 +4,7 @@ import os
 import os.path as osp
 
 import torch
+from mzattn.repro.core.spec import Row
 from mzattn.repro.training.cells import run_cell
 from mzattn.repro.training.checkpoints import mismatch, safe_load
 from mzattn.repro.training.layout import checkpoint_dir
@@ -98,3 +99,22 @@ def test_a_modules_extra_state_is_compared_by_kind_not_shape():
         "_extra_state is a dict here, a Tensor in the checkpoint"
     assert "weight has shape (3, 2) here, (2, 2)" in mismatch(
         {"state_dict": {**state, "weight": torch.zeros(2, 2)}}, module)
+
+
+def test_a_cell_resumed_under_the_other_activations_says_both(tmp_path, options):
+    # a run stops after its first epoch with MZ attention recomputing its activations; the
+    # next run resumes it storing them: the record names both runs and the modes in order
+    def mz(epochs):
+        return dataclasses.replace(faulty_table.spec(epochs), rows=(Row("MZ", "mz-slim"),))
+    out, one, three = str(tmp_path), mz(1), mz(3)
+    cell = dataclasses.replace(_cell("slow", one), row=one.rows[0])
+    first = run_cell(one, cell, "smoke", out, _keep(options))
+    assert first["runs"] == [{"epoch": 1, "activations": "recomputed"}]
+    assert first["activations"] == "recomputed"
+    stored = dataclasses.replace(options, store_activations=True)
+    record = run_cell(three, dataclasses.replace(cell, column=three.column("slow")), "smoke",
+                      out, stored)
+    assert record["status"] == "ok" and record["resumed"]
+    assert record["runs"] == [{"epoch": 1, "activations": "recomputed"},
+                              {"epoch": 2, "activations": "stored"}]
+    assert record["activations"] == "recomputed, then stored"

@@ -156,7 +156,7 @@ def _epochs_run(monkeypatch) -> list[int]:
 
 def _without_timings(record: dict) -> dict:
     return {k: v for k, v in record.items() if "time" not in k and k not in (
-        "finished_at", "resumed", "history")} | {
+        "finished_at", "resumed", "runs", "history")} | {
         "history": [{k: v for k, v in row.items() if k != "epoch_time_s"}
                     for row in record["history"]]}
 
@@ -177,6 +177,7 @@ def test_a_stopped_group_resumes_from_its_last_epoch(tmp_path, tmp_path_factory,
     assert "resumed after epoch 1" in capfd.readouterr().err
     for resumed, alone in zip(records, whole, strict=True):
         assert resumed["status"] == "ok" and resumed["resumed"] and not alone["resumed"]
+        assert resumed["runs"] == [{"epoch": 1}, {"epoch": 2}] and alone["runs"] == [{"epoch": 1}]
         assert _without_timings(resumed) == _without_timings(alone)  # same steps, same numbers
     assert not os.path.exists(group_checkpoint_path(out, cells))  # gone with the records
 
