@@ -41,6 +41,7 @@ class History(pl.Callback):
         self.metric, self.csv_path = metric, csv_path
         self.rows: list[dict[str, Any]] = []
         self.runs: list[dict[str, Any]] = []
+        self._restored = False
         self._start = self._lr = None
         self._loss_sum = self._count = 0.0
 
@@ -49,6 +50,8 @@ class History(pl.Callback):
         return "History"
 
     def on_train_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        if self._restored and not self.runs:  # a checkpoint from before runs were kept
+            self.runs.append(run_entry(1, module, mode=NOT_RECORDED))
         self.runs.append(run_entry(trainer.current_epoch + 1, module))
 
     def on_train_epoch_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
@@ -91,6 +94,7 @@ class History(pl.Callback):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.rows = list(state_dict.get("rows", []))
         self.runs = list(state_dict.get("runs", []))  # none in checkpoints made before runs
+        self._restored = True
         # Lightning resumes a mid-epoch checkpoint without on_train_epoch_start
         partial = state_dict.get("epoch_in_progress")
         if partial is not None:
@@ -99,11 +103,18 @@ class History(pl.Callback):
             self._start = time.perf_counter() - partial["seconds"]
 
 
-def run_entry(epoch: int, model: torch.nn.Module) -> dict[str, Any]:
+NOT_RECORDED = "not recorded"
+r"""The activations mode of the runs before a checkpoint made before
+:obj:`History.runs` existed (one entry from epoch 1 stands for them)."""
+
+
+def run_entry(epoch: int, model: torch.nn.Module, mode: str | None = None) -> dict[str, Any]:
     r"""The entry of :obj:`History.runs` for a process that starts training
-    :obj:`model` in :obj:`epoch` (1-based)."""
-    mode = activations(model)
-    return {"epoch": epoch} | ({} if mode is None else {"activations": mode})
+    :obj:`model` in :obj:`epoch` (1-based): with :obj:`model`'s activations
+    mode (:func:`~mzlayers.mz_attention.activations`), or :obj:`mode` in its
+    place, where the model has MZ attention."""
+    found = activations(model)
+    return {"epoch": epoch} | ({} if found is None else {"activations": mode or found})
 
 
 def activations_of(runs: list[dict[str, Any]]) -> dict[str, str]:

@@ -68,7 +68,7 @@ from .cells import (
 )
 from .datamodule import SetDataModule
 from .group_checkpoint import group_checkpoint_path, load_group, save_group
-from .history import activations_of, run_entry, write_csv_atomic
+from .history import NOT_RECORDED, activations_of, run_entry, write_csv_atomic
 from .layout import Cell, cell_path, checkpoint_dir, lock_path, log_path, stage_name
 from .lightning_module import SetModule, warmup_cosine
 from .stages import reach
@@ -261,7 +261,7 @@ def train_group(spec: TableSpec, cells: Sequence[Cell], profile_name: str, out: 
     configs = [cell_config(spec, cell, profile_name) for cell in cells]
     state = load_group(path, configs)
     start = _resume(state, *training)
-    runs = [*(state or {}).get("runs", []), run_entry(start + 1, seeds[0].module.model)]
+    runs = _runs(state, seeds[0].module.model) + [run_entry(start + 1, seeds[0].module.model)]
     for epoch in range(start, profile.max_epochs):
         if len(stacked.frozen) == len(seeds):
             break
@@ -285,6 +285,13 @@ def _state(epochs: int, configs: list[dict[str, Any]], stacked: StackedSeeds,
             "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
             "rng": torch.get_rng_state(),
             "seeds": [{name: getattr(seed, name) for name in _SEED_FIELDS} for seed in seeds]}
+
+
+def _runs(state: dict[str, Any] | None, model: torch.nn.Module) -> list[dict[str, Any]]:
+    # the runs before this one (History.runs), one "not recorded" entry for a state without
+    if state is None:
+        return []
+    return state.get("runs") or [run_entry(1, model, mode=NOT_RECORDED)]
 
 
 def _resume(state: dict[str, Any] | None, stacked: StackedSeeds,

@@ -101,12 +101,14 @@ def test_a_modules_extra_state_is_compared_by_kind_not_shape():
         {"state_dict": {**state, "weight": torch.zeros(2, 2)}}, module)
 
 
+def _mz(epochs):
+    return dataclasses.replace(faulty_table.spec(epochs), rows=(Row("MZ", "mz-slim"),))
+
+
 def test_a_cell_resumed_under_the_other_activations_says_both(tmp_path, options):
     # a run stops after its first epoch with MZ attention recomputing its activations; the
     # next run resumes it storing them: the record names both runs and the modes in order
-    def mz(epochs):
-        return dataclasses.replace(faulty_table.spec(epochs), rows=(Row("MZ", "mz-slim"),))
-    out, one, three = str(tmp_path), mz(1), mz(3)
+    out, one, three = str(tmp_path), _mz(1), _mz(3)
     cell = dataclasses.replace(_cell("slow", one), row=one.rows[0])
     first = run_cell(one, cell, "smoke", out, _keep(options))
     assert first["runs"] == [{"epoch": 1, "activations": "recomputed"}]
@@ -118,3 +120,16 @@ def test_a_cell_resumed_under_the_other_activations_says_both(tmp_path, options)
     assert record["runs"] == [{"epoch": 1, "activations": "recomputed"},
                               {"epoch": 2, "activations": "stored"}]
     assert record["activations"] == "recomputed, then stored"
+
+
+def test_a_checkpoint_from_before_runs_were_kept_says_what_is_not_known(tmp_path, options):
+    out, one, three = str(tmp_path), _mz(1), _mz(3)
+    cell = dataclasses.replace(_cell("slow", one), row=one.rows[0])
+    run_cell(one, cell, "smoke", out, _keep(options))
+    _edit(osp.join(checkpoint_dir(out, cell), "last.ckpt"),
+          lambda checkpoint: checkpoint["callbacks"]["History"].pop("runs"))
+    record = run_cell(three, dataclasses.replace(cell, column=three.column("slow")), "smoke",
+                      out, options)
+    assert record["runs"] == [{"epoch": 1, "activations": "not recorded"},
+                              {"epoch": 2, "activations": "recomputed"}]
+    assert record["activations"] == "not recorded, then recomputed"

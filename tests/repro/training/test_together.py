@@ -182,6 +182,15 @@ def test_a_stopped_group_resumes_from_its_last_epoch(tmp_path, tmp_path_factory,
     assert not os.path.exists(group_checkpoint_path(out, cells))  # gone with the records
 
 
+def test_a_group_state_from_before_runs_were_kept_says_what_is_not_known():
+    from mzattn.baselines import build_model
+    model = build_model("mz-slim", 4, 1)
+    assert together._runs(None, model) == []
+    assert together._runs({"epochs": 3}, model) == [{"epoch": 1, "activations": "not recorded"}]
+    kept = [{"epoch": 1, "activations": "recomputed"}]
+    assert together._runs({"epochs": 3, "runs": kept}, model) == kept
+
+
 class _Exploit:
     def __init__(self, marker: str) -> None:
         self.marker = marker
