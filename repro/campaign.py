@@ -340,12 +340,14 @@ def _finished_twin(out: str, config: dict, metric: str) -> str | None:
 
 
 def status_lines(names: Names, out: str, seeds: tuple[int, ...] = (0,),
-                 profile: str = PROFILE, batching: str = "masked") -> list[str]:
+                 profile: str = PROFILE, batching: str = "masked",
+                 options: RunOptions | None = None) -> list[str]:
     r"""One Markdown table row per cell of the campaign: state, epochs,
     epoch time and the time left at the epoch cap (an upper bound): from
     the cell's last epochs once it has some, else estimated by timing one
     training step (:func:`~mzattn.repro.engine.launch.CellRun.cost`, marked
-    :obj:`≈`). A cell with the run of a cell above it in another table
+    :obj:`≈`, under :obj:`options`, e.g. with stored activations). A cell
+    with the run of a cell above it in another table
     (:mod:`~mzattn.repro.training.twins`) costs nothing: it takes that cell's record.
     A cell whose only checkpoint is parked (:mod:`~mzattn.repro.training.parking`,
     a fresh clone) is :obj:`parked`, its epochs those its park keeps."""
@@ -380,7 +382,7 @@ def status_lines(names: Names, out: str, seeds: tuple[int, ...] = (0,),
         total_left += left or 0.0
         shown = "—" if left is None else f"{left:.2f}"
         if left is None and state != "done":
-            guess = CellRun(cell, profile, out, RunOptions()).cost()
+            guess = CellRun(cell, profile, out, options or RunOptions()).cost()
             estimated += (guess or 0.0) / 3600
             shown = "—" if guess is None else f"≈ {guess / 3600:.2f}"
         lines.append(f"| {cell.table} | {cell.cell_id} | {state} | {len(rows)}/{cap} | "
@@ -390,6 +392,10 @@ def status_lines(names: Names, out: str, seeds: tuple[int, ...] = (0,),
                  "not started (the CPU time of one training step on one thread, scaled; "
                  "validation not counted).")
     return lines
+
+
+def _run_options(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(progress=False, store_activations=args.store_activations)
 
 
 def cli(argv: list[str]) -> int:
@@ -430,7 +436,7 @@ def cli(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.status:
         print("\n".join(status_lines(args.names, args.out, tuple(args.seeds), args.profile,
-                                      args.batching)))
+                                      args.batching, _run_options(args))))
         return 0
     if args.readme and not args.commit:
         parser.error("--readme goes with --commit")
@@ -448,9 +454,7 @@ def cli(argv: list[str]) -> int:
     try:
         with park_after(args.park_after, lambda: _timed_park(args)):
             statuses = run_campaign(args.names, args.out, tuple(args.seeds),
-                                    options=RunOptions(
-                                        progress=False,
-                                        store_activations=args.store_activations),
+                                    options=_run_options(args),
                                     profile=args.profile,
                                     launch_options=launch_options_from_args(args),
                                     commit=args.commit, readme=args.readme,

@@ -46,9 +46,11 @@ def by_cost(runs: Sequence[R]) -> list[R]:
 
 
 def training_cost(*, model: str, overrides: dict[str, Any], task: str,
-                  task_overrides: dict[str, Any], max_epochs: int) -> float | None:
+                  task_overrides: dict[str, Any], max_epochs: int,
+                  store_activations: bool = False) -> float | None:
     r"""Estimated seconds to train registry model :obj:`model` (with
-    constructor :obj:`overrides`) on synthetic task :obj:`task` (with
+    constructor :obj:`overrides`; its MZ attention storing its activations
+    with :obj:`store_activations`) on synthetic task :obj:`task` (with
     :obj:`task_overrides`) for :obj:`max_epochs` epochs: :func:`step_seconds`
     on :obj:`PROBE_SETS` sets of the task, scaled to the training split.
     :obj:`None` for a task that is not synthetic or a configuration that
@@ -59,11 +61,12 @@ def training_cost(*, model: str, overrides: dict[str, Any], task: str,
     except ValueError:  # a real dataset, or options only its provider knows
         return None
     sets = {f"num_{split}": None for split in ("train", "val", "test")}
-    key = json.dumps([model, overrides, task, task_overrides | sets], sort_keys=True,
-                     default=repr)  # the split sizes change the scale, not the probe
+    key = json.dumps([model, overrides, task, task_overrides | sets, store_activations],
+                     sort_keys=True, default=repr)  # the split sizes change the scale only
     if key not in _STEPS:
         x, batch = probe_batch(config)
-        _STEPS[key] = step_seconds(model, overrides, x, batch, config.target_dim)
+        _STEPS[key] = step_seconds(model, overrides, x, batch, config.target_dim,
+                                   store_activations=store_activations)
     return max_epochs * config.num_samples("train") / PROBE_SETS * _STEPS[key]
 
 
@@ -79,10 +82,11 @@ def probe_batch(config: Any, num_sets: int = PROBE_SETS) -> tuple[torch.Tensor, 
 
 
 def step_seconds(model: str, overrides: dict[str, Any], x: torch.Tensor, batch: torch.Tensor,
-                 out_channels: int) -> float:
+                 out_channels: int, store_activations: bool = False) -> float:
     r"""Seconds of one core for one training step (forward, backward, no
     optimiser) of registry model :obj:`model`, built with constructor
-    :obj:`overrides`, on the sets :obj:`x [N, F]` with set index
+    :obj:`overrides` (its MZ attention storing its activations with
+    :obj:`store_activations`), on the sets :obj:`x [N, F]` with set index
     :obj:`batch [N]`, on one torch thread: the fastest of
     :obj:`PROBE_STEPS` after a warm-up. The clock is the thread's CPU time,
     so that the estimate holds on a loaded machine: wall time would count
@@ -90,11 +94,14 @@ def step_seconds(model: str, overrides: dict[str, Any], x: torch.Tensor, batch: 
     three busy processes on two cores)."""
     from mzattn.baselines import build_model
     from mzattn.baselines.uncertainty import prediction
+
+    from mzlayers import set_recompute
     times = []
     # the caller's random state and threads stay as they were
     with torch.random.fork_rng(devices=[]), _one_thread():
         torch.manual_seed(0)
         net = build_model(model, x.size(-1), out_channels, **overrides)
+        set_recompute(net, not store_activations)
         for _ in range(1 + PROBE_STEPS):
             start = time.thread_time()  # one torch thread: the ops run on this one
             prediction(net(x, batch)).square().mean().backward()

@@ -117,7 +117,8 @@ class CellRun:
         training = config["training"]
         return training_cost(model=config["model"], overrides=config["model_overrides"],
                              task=config["task"], task_overrides=config["task_overrides"],
-                             max_epochs=training["max_epochs"])
+                             max_epochs=training["max_epochs"],
+                             store_activations=self.options.store_activations)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
+import dataclasses
 import os
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 
+import mzattn.repro.engine.cost as cost_module
 import mzattn.repro.engine.launch as launch_module
 import pytest
 import torch
@@ -55,6 +57,23 @@ def test_cost_scales_with_the_epoch_cap_and_the_training_split():
     assert training_cost(**args, task_overrides={"num_train": 64}, max_epochs=3) \
         == 3 * one  # the same cached probe
     assert training_cost(**args, task_overrides={"num_train": 128}, max_epochs=1) == 2 * one
+
+
+def test_a_cell_that_stores_activations_is_costed_so(monkeypatch):
+    # the probe builds the model as the cell runs it: MZ attention storing its activations
+    # with --store-activations (faster on CPU), each mode probed and cached apart
+    import mzlayers
+    modes, set_recompute = [], mzlayers.set_recompute
+
+    def recording(model, recompute):
+        modes.append(recompute)
+        return set_recompute(model, recompute)
+    monkeypatch.setattr(mzlayers, "set_recompute", recording)
+    monkeypatch.setattr(cost_module, "_STEPS", {})  # probed here, not in an earlier test
+    run = _runs("table6", "smoke", ["MZ-Full (n_g=8, L=4)"])[0]
+    stored = dataclasses.replace(run, options=RunOptions(store_activations=True))
+    assert run.cost() > 0 and stored.cost() > 0
+    assert modes == [True, False]
 
 
 def test_a_real_dataset_has_no_estimate():
