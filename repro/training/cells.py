@@ -41,7 +41,7 @@ from mzattn.repro.core.faults import (
 from mzattn.repro.core.quiet import show_progress_bar
 from mzattn.repro.core.spec import Column, Profile, TableSpec
 
-from mzlayers.mz_attention import activations, set_recompute
+from mzlayers.mz_attention import set_recompute
 
 from .checkpoints import AtomicCheckpointIO, CellCheckpoint, StopBetweenSteps, resumable
 from .datamodule import SetDataModule
@@ -374,13 +374,12 @@ def train_cell(spec: TableSpec, cell: Cell, profile_name: str, out: str,
     } | activations_of(runs)
 
 
-
 def test_fields(test: dict[str, Any], module: SetModule, data: SetDataModule,
                 trainer: pl.Trainer, profile: Profile) -> dict[str, Any]:
     r"""The fields of a record that the test (:obj:`test`, what
     :meth:`~lightning.pytorch.Trainer.test` returned), the data, the
     trainer and the profile give."""
-    fields = {
+    return {
         "metrics": {k.removeprefix("test/"): float(v) for k, v in test.items()},
         "test_target_var": module.test_target_var,
         "max_epochs": profile.max_epochs, "patience": profile.patience,
@@ -389,8 +388,6 @@ def test_fields(test: dict[str, Any], module: SetModule, data: SetDataModule,
         "device": device_name(trainer.strategy.root_device),
         "world_size": trainer.world_size, "precision": str(trainer.precision),
     }
-    stored = activations(module.model)  # MZ attention's: "stored" or "recomputed"
-    return fields if stored is None else fields | {"activations": stored}
 
 
 def device_name(device: torch.device) -> str:

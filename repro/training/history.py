@@ -50,9 +50,8 @@ class History(pl.Callback):
         return "History"
 
     def on_train_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
-        if self._restored and not self.runs:  # a checkpoint from before runs were kept
-            self.runs.append(run_entry(1, module, mode=NOT_RECORDED))
-        self.runs.append(run_entry(trainer.current_epoch + 1, module))
+        self.runs = [*earlier_runs(self.runs, module, restored=self._restored),
+                     run_entry(trainer.current_epoch + 1, module)]
 
     def on_train_epoch_start(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
         self._start = time.perf_counter()
@@ -115,6 +114,16 @@ def run_entry(epoch: int, model: torch.nn.Module, mode: str | None = None) -> di
     place, where the model has MZ attention."""
     found = activations(model)
     return {"epoch": epoch} | ({} if found is None else {"activations": mode or found})
+
+
+def earlier_runs(runs: list[dict[str, Any]] | None, model: torch.nn.Module, *,
+                 restored: bool) -> list[dict[str, Any]]:
+    r"""The runs before this process's: those a :obj:`restored` checkpoint
+    kept, or one :obj:`NOT_RECORDED` entry from epoch 1 for a checkpoint
+    made before runs were kept; none for a run that starts afresh."""
+    if runs or not restored:
+        return list(runs or [])
+    return [run_entry(1, model, mode=NOT_RECORDED)]
 
 
 def activations_of(runs: list[dict[str, Any]]) -> dict[str, str]:

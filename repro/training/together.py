@@ -68,7 +68,7 @@ from .cells import (
 )
 from .datamodule import SetDataModule
 from .group_checkpoint import group_checkpoint_path, load_group, save_group
-from .history import NOT_RECORDED, activations_of, run_entry, write_csv_atomic
+from .history import activations_of, earlier_runs, run_entry, write_csv_atomic
 from .layout import Cell, cell_path, checkpoint_dir, lock_path, log_path, stage_name
 from .lightning_module import SetModule, warmup_cosine
 from .stages import reach
@@ -288,10 +288,8 @@ def _state(epochs: int, configs: list[dict[str, Any]], stacked: StackedSeeds,
 
 
 def _runs(state: dict[str, Any] | None, model: torch.nn.Module) -> list[dict[str, Any]]:
-    # the runs before this one (History.runs), one "not recorded" entry for a state without
-    if state is None:
-        return []
-    return state.get("runs") or [run_entry(1, model, mode=NOT_RECORDED)]
+    # the runs before this one, as History keeps them (history.earlier_runs)
+    return earlier_runs((state or {}).get("runs"), model, restored=state is not None)
 
 
 def _resume(state: dict[str, Any] | None, stacked: StackedSeeds,
