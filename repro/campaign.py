@@ -9,9 +9,10 @@ A campaign is resumable by construction: finished cells are skipped, a
 killed cell resumes from its :obj:`last.ckpt`, and each cell runs under its
 own lock, so separate invocations share the list without running a cell
 twice. Checkpoints are not kept by git: :obj:`--park` copies those of the
-cells not finished to a folder that git keeps, and with :obj:`--commit`
-commits them (:mod:`.training.parking`), so that a session on a fresh clone
-resumes them. Its cells are dispatched like a table's (:mod:`.engine.launch`: in process,
+cells not finished to their parked folders (:mod:`.training.parking`), and
+with :obj:`--commit` commits them to the repository's parks branch
+(:mod:`.engine.parks_branch`), so that a session on a fresh clone resumes
+them. Its cells are dispatched like a table's (:mod:`.engine.launch`: in process,
 :obj:`--jobs N` worker processes, or :obj:`--launcher slurm`), and after
 every cell the table's report is rebuilt; with :obj:`--commit` the cell is
 also committed to git (:mod:`.engine.commit`). :obj:`--status` prints the plan
@@ -39,6 +40,7 @@ from .engine.options import (
     parse_duration,
     parse_seeds,
 )
+from .engine.parks_branch import restore_parks
 from .engine.runner import exit_status, grid
 from .engine.runs import say
 from .tables.egnn_comparison import FRAME_DEPENDENT, INVARIANT
@@ -427,8 +429,9 @@ def cli(argv: list[str]) -> int:
     what.add_argument("--status", action="store_true", help="print the plan and progress")
     what.add_argument("--park", action="store_true",
                       help="copy the checkpoints of the cells not finished to "
-                           "{out}/{table}/parked/ (kept by git; a later session resumes from "
-                           "them), and with --commit commit them; trains nothing")
+                           "{out}/{table}/parked/, and with --commit commit them to the git "
+                           "branch 'parks' (a later session, a fresh clone too, resumes from "
+                           "them); trains nothing")
     parser.add_argument("--park-after", type=parse_duration, default=None, metavar="DURATION",
                         help="while running, park (and with --commit commit) the cells not "
                              "finished once, this long after the start, e.g. 2h45m, then go "
@@ -442,6 +445,8 @@ def cli(argv: list[str]) -> int:
     add_launch_arguments(parser)
     args = parser.parse_args(argv)
     if args.status:
+        restore_parks(args.out, campaign_cells(args.names, tuple(args.seeds), args.profile,
+                                               args.batching))  # shown as parked
         print("\n".join(status_lines(args.names, args.out, tuple(args.seeds), args.profile,
                                       args.batching, _run_options(args))))
         return 0

@@ -20,11 +20,12 @@ Checkpoints are not kept by git, so that a cell that needs more than one
 session resumes in a later one only from a park
 (:mod:`~mzattn.repro.training.parking`, :obj:`mzattn-repro campaign NAME
 --park --commit`): :meth:`ResultsRepository.commit_parked` commits the
-parked checkpoints of the cells it is given and nothing else. A finished
-cell's commit records the removal of its parked folder, never another
-cell's park: a park is committed only by :meth:`~ResultsRepository.commit_parked`.
-Both hold the folder's git lock (:obj:`{out}/locks/git.lock`), so that a
-park committed beside a running campaign never meets its commits.
+parked checkpoints of the cells it is given to the repository's parks branch
+(:mod:`.parks_branch`), never to the results' branch, whose history would
+keep every park ever made. A finished cell's commit drops that cell's park
+from the parks branch. Both hold the folder's git lock
+(:obj:`{out}/locks/git.lock`), so that a park committed beside a running
+campaign never meets its commits.
 """
 import os
 import os.path as osp
@@ -42,6 +43,8 @@ from mzattn.repro.report.summary import (
 )
 from mzattn.repro.training.layout import Cell, parked_dir
 from mzattn.repro.training.parking import NAMES
+
+from .parks_branch import ParksBranch
 
 
 class ResultsRepository:
@@ -102,33 +105,47 @@ class ResultsRepository:
                 _kind(path) != "logs" or osp.exists(osp.join(self.root, _cell_of(path))))))
             names = ", ".join(osp.splitext(osp.basename(cell))[0] for cell in cells)
             self._git("commit", "-q", "-m", f"{subject}: {names}", "--",
-                      osp.relpath(self.out, self.root), *self._parks_on_disk(),
-                      *self._rebuilt_readme())
+                      osp.relpath(self.out, self.root), *self._rebuilt_readme())
+            self.parks.write(f"{subject}: drop the parks of {names}", (), self._dropped)
             return cells
 
     def commit_parked(self, subject: str, cells: Sequence[Cell]) -> list[str]:
         r"""Commits the parked checkpoints of :obj:`cells`
-        (:func:`~mzattn.repro.training.parking.park`) that changed, and
-        nothing else of the repository, as one commit :obj:`"{subject}:
-        park {cell ids}"`. Returns the cell ids committed (none: no
+        (:func:`~mzattn.repro.training.parking.park`) to the parks branch
+        (:class:`~.parks_branch.ParksBranch`), as one commit :obj:`"{subject}:
+        park {cell ids}"` that replaces the branch's last, with the parks it
+        held of other cells not finished; nothing else of the repository
+        changes. Returns the ids of the cells whose park changed (none: no
         commit)."""
         with self._lock():
             folders = [osp.relpath(parked_dir(self.out, cell), self.root) for cell in cells
                        if osp.isdir(parked_dir(self.out, cell))]
-            if not folders:
-                return []
             files = [path for folder in folders for path in
-                     (osp.join(folder, name) for name in NAMES)
+                     (osp.join(folder, name) for name in NAMES)  # never a park's temporary file
                      if osp.exists(osp.join(self.root, path))]
-            self._git("add", "-u", "--", *folders)  # a best.ckpt no longer parked goes
-            self._git("add", "--", *files)  # by name: never a temporary file of a park
-            changed = self._git("diff", "--cached", "--name-only", "--", *folders).split()
-            ids = [osp.basename(folder) for folder in folders
-                   if any(path.startswith(folder + "/") for path in changed)]
-            if ids:
-                self._git("commit", "-q", "-m", f"{subject}: park {', '.join(ids)}", "--",
-                          *folders)
-            return ids
+            ids = [osp.basename(folder) for folder in folders]
+            changed = self.parks.write(f"{subject}: park {', '.join(ids)}", files, self._dropped)
+            return [osp.basename(folder) for folder in folders
+                    if any(path.startswith(folder + "/") for path in changed)]
+
+    @property
+    def parks(self) -> ParksBranch:
+        r"""The repository's parks branch (:obj:`~.parks_branch.PARKS_BRANCH`)."""
+        return ParksBranch(self.root)
+
+    def _dropped(self, path: str) -> bool:
+        # whether the parks branch drops its file `path`: a file of a park under this folder
+        # whose cell has a record, or whose parked folder here lacks it (a best.ckpt no longer
+        # parked); the parks of other folders, and of cells not parked in this work tree (a
+        # fresh clone's), stay
+        folder = osp.relpath(self.out, self.root)
+        if not path.startswith(folder + "/") or not _parked(path):
+            return False
+        parked = osp.join(self.root, osp.dirname(path))
+        table = osp.dirname(osp.dirname(parked))
+        record = osp.join(table, "cells", f"{osp.basename(parked)}.json")
+        return osp.exists(record) or (osp.isdir(parked) and not osp.exists(
+            osp.join(self.root, path)))
 
     def readme_edited(self) -> bool:
         r"""Whether the README has changes, staged or not, that are not
@@ -147,13 +164,6 @@ class ResultsRepository:
         listed = self._git("ls-files", "--others", "--exclude-standard", "--",
                            osp.relpath(self.out, self.root))
         return sorted(line for line in listed.splitlines() if line)
-
-    def _parks_on_disk(self) -> list[str]:
-        # pathspecs that leave out every tracked parked file still on disk: a commit of
-        # finished cells records the removal of their parks, never a park (commit_parked's)
-        tracked = self._git("ls-files", "--", osp.relpath(self.out, self.root)).splitlines()
-        return [f":(exclude,literal){path}" for path in tracked
-                if _parked(path) and osp.exists(osp.join(self.root, path))]
 
     def _lock(self) -> FileLock:
         os.makedirs(osp.join(self.out, "locks"), exist_ok=True)

@@ -43,11 +43,12 @@ from mzattn.repro.training.cells import (
     run_cell,
     write_json_atomic,
 )
-from mzattn.repro.training.layout import Cell, cell_path
+from mzattn.repro.training.layout import Cell, cell_path, parked_dir
 from mzattn.repro.training.together import run_seed_group, seed_groups
 
 from .cost import by_cost
 from .options import LAUNCHERS, LaunchOptions
+from .parks_branch import PARKS_BRANCH, restore_parks
 from .pool import WorkerPool, pin
 from .runs import CellName, Progress, Run, cell_key, say
 
@@ -316,6 +317,9 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
     array task), and each seed is reported on its own."""
     options = options or RunOptions()
     launch_options = launch_options or LaunchOptions()
+    for cell in restore_parks(out, cells):  # a fresh clone's, from the parks branch
+        say(f"{cell.table} {cell.cell_id}: its park copied from the git branch "
+            f"'{PARKS_BRANCH}' to {parked_dir(out, cell)}")
     statuses: dict[str, str] = {}
     left = {table: sum(c.table == table for c in cells) for table in {c.table for c in cells}}
 

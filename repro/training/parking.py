@@ -1,5 +1,5 @@
-r"""Parked checkpoints: a copy of a cell's checkpoints in a folder that git
-keeps, so that a cell resumes in a later session on a fresh clone of the
+r"""Parked checkpoints: a copy of a cell's checkpoints that git can carry,
+so that a cell resumes in a later session on a fresh clone of the
 repository (:obj:`mzattn-repro campaign NAME --park`).
 
 A cell's checkpoints (:func:`~mzattn.repro.training.layout.checkpoint_dir`)
@@ -7,9 +7,11 @@ are ignored by git, so that a session that ends on another machine loses
 them. :func:`park` copies its :obj:`last.ckpt` and :obj:`best.ckpt` (one of
 an earlier epoch without the optimiser's state, :func:`lean`: the test reads
 the weights) to :obj:`{out}/{table}/parked/{cell_id}/`
-(:func:`~mzattn.repro.training.layout.parked_dir`), which git does
-not ignore; :func:`unpark` copies them back when the cell starts without a
-:obj:`last.ckpt` of its own, and the cell resumes from them as from its own
+(:func:`~mzattn.repro.training.layout.parked_dir`), which
+:obj:`--park --commit` commits to the repository's parks branch
+(:mod:`~mzattn.repro.engine.parks_branch`, which also copies a park back
+from it on a fresh clone); :func:`unpark` copies them back when the cell
+starts without a :obj:`last.ckpt` of its own, and the cell resumes from them as from its own
 (:func:`~mzattn.repro.training.checkpoints.resumable`: one that does not
 load is set aside and the cell restarts; the paths of the callback state
 are re-rooted in the clone's folder by
@@ -180,7 +182,7 @@ def _copy(source: str, target: str, attempts: int = ATTEMPTS,
             return False
         contents = {name: _read(source, name) for name in NAMES}
         if _stamps(source) == before:
-            _write_together(target, contents if rewrite is None else rewrite(contents))
+            write_park(target, contents if rewrite is None else rewrite(contents))
             return True
         if attempt + 1 < attempts:  # replaced while read: the cell saved an epoch
             time.sleep(0.1 * (attempt + 1))
@@ -188,10 +190,12 @@ def _copy(source: str, target: str, attempts: int = ATTEMPTS,
                     "nothing was copied")
 
 
-def _write_together(folder: str, contents: dict[str, bytes | None]) -> None:
-    # Each file to a temporary name of this call's own (the ranks of a DDP run all unpark at
-    # once), then all renamed in place (NAMES' order); a file that is None is removed (a
-    # best.ckpt of an earlier park). On any error nothing is renamed.
+def write_park(folder: str, contents: dict[str, bytes | None]) -> None:
+    r"""Writes the files of a park, :obj:`contents` by name (:obj:`NAMES`),
+    into :obj:`folder` together: each to a temporary name of this call's own
+    (the ranks of a DDP run all unpark at once), then all renamed in place in
+    :obj:`NAMES`' order; a file that is :obj:`None` is removed (a
+    :obj:`best.ckpt` of an earlier park). On any error nothing is renamed."""
     staged: dict[str, str] = {}
     tag = uuid.uuid4().hex
     try:

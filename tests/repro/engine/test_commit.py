@@ -1,13 +1,15 @@
 import shutil
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 from filelock import FileLock
 from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli
 from mzattn.repro.engine.commit import ResultsRepository
+from mzattn.repro.engine.parks_branch import PARKS_BRANCH, restore_parks
 from mzattn.repro.report.summary import README_END, begin_marker
-from mzattn.repro.training.layout import checkpoint_dir, parked_dir
+from mzattn.repro.training.layout import cell_path, checkpoint_dir, parked_dir
 from mzattn.repro.training.parking import park
 
 from tests.repro.training.test_parking import _fake_checkpoints
@@ -23,9 +25,9 @@ def repo(tmp_path):
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "config", "user.name", "test")
     _git(tmp_path, "config", "user.email", "test@example.com")
-    # as the project's: checkpoints and locks stay out of git, parked checkpoints do not
+    # as the project's: checkpoints, parks and locks stay out of the results' branch
     (tmp_path / ".gitignore").write_text("/results/smoke/\n/results/**/ckpt/\n"
-                                         "/results/**/locks/\n")
+                                         "/results/**/locks/\n/results/**/parked/\n")
     (tmp_path / "README.md").write_text("# a project\n")
     _git(tmp_path, "add", ".")
     _git(tmp_path, "commit", "-q", "-m", "start")
@@ -121,8 +123,12 @@ def _ls(repo, folder):
     return _git(repo, "ls-files", "--", folder).split()
 
 
-def test_parks_are_committed_alone_and_leave_with_their_finished_cell(repo, data_root,
-                                                                      monkeypatch, capsys):
+def _parks(repo, *args):
+    return _git(repo, *args, PARKS_BRANCH)
+
+
+def test_parks_go_to_the_parks_branch_and_leave_with_their_finished_cell(repo, data_root,
+                                                                         monkeypatch, capsys):
     monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
     monkeypatch.setenv("MZATTN_DATA", data_root)
     out = repo / "results" / "full"
@@ -141,29 +147,71 @@ def test_parks_are_committed_alone_and_leave_with_their_finished_cell(repo, data
     assert cli([*args, "--seeds", "0,1,2", "--park", "--commit"]) == 0
     said = capsys.readouterr().out
     assert f"parked table3/{s0.cell_id} (0 epochs done)" in said and s2.cell_id not in said
-    assert _git(repo, "log", "-1", "--format=%s") == \
-        f"campaign one: park {s0.cell_id}, {s1.cell_id}\n"
+    assert _git(repo, "log", "--format=%s") == "start\n"  # the results' branch: as it was
+    assert _ls(repo, "results") == []
+    assert _git(repo, "diff", "--cached", "--name-only") == "README.md\n"  # left staged
+    assert _parks(repo, "log", "--format=%s") == f"campaign one: park {s0.cell_id}, {s1.cell_id}\n"
     parked = [f"results/full/table3/parked/{cell.cell_id}/{name}" for cell in (s0, s1)
               for name in ("best.ckpt", "last.ckpt")]
-    assert _ls(repo, "results") == parked
-    assert _git(repo, "diff", "--cached", "--name-only") == "README.md\n"  # left staged
+    assert _parks(repo, "ls-tree", "-r", "--name-only").split() == parked
+    first = _parks(repo, "rev-parse")
     assert cli([*args, "--seeds", "0,1,2", "--park", "--commit"]) == 0  # nothing new
     assert "the parks are as committed already" in capsys.readouterr().out
-    assert _ls(repo, "results") == parked
+    assert _parks(repo, "rev-parse") == first
 
     _fake_checkpoints(str(out), s1, b"last of 1, an epoch later", b"best")
-    assert park(str(out), s1)  # parked, not committed
+    assert cli([*args, "--seeds", "1", "--park", "--commit"]) == 0
+    assert f"committed the parks of {s1.cell_id}" in capsys.readouterr().out
+    # one commit, replacing the last: no parent, no reflog, so the old park is garbage
+    assert _parks(repo, "log", "--format=%s") == f"campaign one: park {s1.cell_id}\n"
+    assert not (repo / ".git" / "logs" / "refs" / "heads" / PARKS_BRANCH).exists()
+    assert _parks(repo, "ls-tree", "-r", "--name-only").split() == parked  # s0's kept
+    assert _git(repo, "show", f"{PARKS_BRANCH}:{parked[3]}") == "last of 1, an epoch later"
+
+    _fake_checkpoints(str(out), s1, b"last of 1, parked, not committed", b"best")
+    assert park(str(out), s1)
     shutil.rmtree(checkpoint_dir(str(out), s0))  # a fresh clone
     assert cli([*args, "--seeds", "0", "--commit"]) == 0  # its park does not load: a restart
     assert "not a loadable checkpoint" in capsys.readouterr().err
     assert _git(repo, "log", "-2", "--format=%s").splitlines() == [
         f"campaign one: {s0.cell_id}", f"campaign one: {s2.cell_id}"]
-    removed = _git(repo, "show", "--name-status", "--format=", "HEAD").splitlines()
-    assert {f"D\t{path}" for path in parked[:2]} <= set(removed)
-    assert _ls(repo, "results/full/table3/parked") == parked[2:]
+    assert _ls(repo, "results/full/table3/parked") == []
     assert not (out / "table3" / "parked" / s0.cell_id / "last.ckpt").exists()
-    assert _git(repo, "status", "--porcelain", "--", "results/full/table3/parked") == \
-        f" M results/full/table3/parked/{s1.cell_id}/last.ckpt\n"  # its park, not committed
+    assert _parks(repo, "ls-tree", "-r", "--name-only").split() == parked[2:]  # s0's dropped
+    assert _git(repo, "show", f"{PARKS_BRANCH}:{parked[3]}") == "last of 1, an epoch later"
+
+
+def test_a_fresh_clone_resumes_from_the_parks_branch(repo, tmp_path_factory):
+    out = repo / "results" / "full"
+    first, second, third = campaign_cells("paper-protocol", (0,), "smoke")[:3]
+    for cell in (first, second):
+        _fake_checkpoints(str(out), cell, f"last of {cell.cell_id}".encode(), b"best")
+        assert park(str(out), cell)
+    ResultsRepository(str(out)).commit_parked("campaign x", [first, second])
+    clone = tmp_path_factory.mktemp("clone") / "mzattn"
+    _git(repo, "clone", "-q", str(repo), str(clone))  # the parks come along as origin/parks
+    cloned = clone / "results" / "full"
+    record = Path(cell_path(str(cloned), second))  # a cell finished since
+    record.parent.mkdir(parents=True)
+    record.write_text("{}")
+    assert restore_parks(str(cloned), [first, second, third]) == [first]
+    assert (Path(parked_dir(str(cloned), first)) / "last.ckpt").read_bytes() == \
+        f"last of {first.cell_id}".encode()
+    assert restore_parks(str(cloned), [first]) == []  # there already
+
+    _fake_checkpoints(str(cloned), third, b"last of the third", None)
+    assert park(str(cloned), third)
+    repository = ResultsRepository(str(cloned))
+    assert repository.commit_parked("campaign x", [third]) == [third.cell_id]
+    held = _parks(clone, "ls-tree", "-r", "--name-only").split()
+    assert held == sorted(f"results/full/{cell.table}/parked/{cell.cell_id}/{name}"
+                          for cell, name in ((first, "best.ckpt"), (first, "last.ckpt"),
+                                             (third, "last.ckpt")))  # the finished one's gone
+
+
+def test_restore_parks_outside_a_git_repository_does_nothing(tmp_path):
+    (cell,) = campaign_cells("paper-protocol", (0,), "smoke")[:1]
+    assert restore_parks(str(tmp_path / "results"), [cell]) == []
 
 
 def test_a_park_commit_waits_for_the_git_lock(repo):
@@ -180,6 +228,6 @@ def test_a_park_commit_waits_for_the_git_lock(repo):
         assert thread.is_alive() and committed == []
     thread.join(10)
     assert committed == [[cell.cell_id]]
-    assert _ls(repo, parked_dir(str(out), cell)) == [
+    assert _parks(repo, "ls-tree", "-r", "--name-only").split() == [
         f"results/full/{cell.table}/parked/{cell.cell_id}/{name}"
         for name in ("best.ckpt", "last.ckpt")]

@@ -1,0 +1,143 @@
+r"""The parks branch: the parked checkpoints of a repository's results
+folders, kept by git beside the history of the results, not in it.
+
+A park (:mod:`~mzattn.repro.training.parking`) is a few MB per cell, and a
+campaign parks its running cells at the end of every session: committed on
+the results' branch, every park ever made would stay in its history (about
+5 MB per MZ cell and session), although only the latest of a cell not yet
+finished is ever read. So the parked folders (:obj:`{out}/{table}/parked/`)
+are ignored by git, and :obj:`campaign NAME --park --commit` writes them to
+the branch :obj:`PARKS_BRANCH` instead: one commit without a parent, which
+replaces the one before, and holds the parks at the paths they have in the
+work tree. Its earlier commits are left to git's garbage collection (the
+branch keeps no reflog), and :obj:`git clone` brings the latest one along as
+:obj:`origin/parks`, from which :func:`restore_parks` copies a cell's park
+back into the work tree when the cell starts there without one.
+"""
+import os
+import os.path as osp
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+
+from mzattn.repro.training.layout import Cell, cell_path, checkpoint_dir, parked_dir
+from mzattn.repro.training.parking import NAMES, write_park
+
+PARKS_BRANCH = "parks"
+r"""The branch that holds the parks."""
+
+LOCAL, REMOTE = f"refs/heads/{PARKS_BRANCH}", f"refs/remotes/origin/{PARKS_BRANCH}"
+r"""Where the parks are read from: this repository's branch, else the one
+:obj:`git clone` fetched (a fresh clone has no local branch yet)."""
+
+
+class ParksBranch:
+    r"""The parks branch of the git repository whose work tree is
+    :obj:`root`."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    @classmethod
+    def of(cls, out: str) -> "ParksBranch | None":
+        r"""The parks branch of the repository that holds folder
+        :obj:`out`; :obj:`None` when :obj:`out` is not in a git work tree."""
+        done = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=_existing(out),
+                              capture_output=True, text=True)
+        return cls(done.stdout.strip()) if done.returncode == 0 else None
+
+    def head(self) -> str | None:
+        r"""The commit that holds the parks (:obj:`LOCAL`, else
+        :obj:`REMOTE`); :obj:`None` when there is none."""
+        for ref in (LOCAL, REMOTE):
+            done = self._run("rev-parse", "--verify", "-q", f"{ref}^{{commit}}", check=False)
+            if done.returncode == 0:
+                return done.stdout.strip()
+        return None
+
+    def files(self, folder: str) -> list[str]:
+        r"""The files the branch holds under :obj:`folder` (relative to the
+        root), sorted; none without a branch."""
+        head = self.head()
+        if head is None:
+            return []
+        listed = self._run("ls-tree", "-r", "--name-only", head, "--", folder).stdout
+        return sorted(line for line in listed.splitlines() if line)
+
+    def read(self, path: str) -> bytes:
+        r"""The content of file :obj:`path` on the branch."""
+        return subprocess.run(["git", "cat-file", "blob", f"{self.head()}:{path}"],
+                              cwd=self.root, capture_output=True, check=True).stdout
+
+    def write(self, message: str, add: Sequence[str], drop: Callable[[str], bool]) -> list[str]:
+        r"""Replaces the branch by one commit :obj:`message` without a
+        parent: the files it held, less those :obj:`drop` names, with the
+        work tree's files :obj:`add` (paths relative to the root; ignored
+        files too) in their place. Returns the paths that changed, sorted
+        (none: the branch is as it was, and no commit is made). The caller
+        holds the results folder's git lock."""
+        base = self.head()
+        if base is None and not add:
+            return []
+        with tempfile.TemporaryDirectory() as folder:
+            index = {"GIT_INDEX_FILE": osp.join(folder, "index")}
+            if base is not None:
+                self._run("read-tree", base, env=index)
+            held = self._run("ls-files", env=index).stdout.splitlines()
+            gone = [path for path in held if drop(path)]
+            if gone:
+                self._run("update-index", "--force-remove", "--", *gone, env=index)
+            if add:
+                self._run("update-index", "--add", "--", *add, env=index)
+            tree = self._run("write-tree", env=index).stdout.strip()
+        if base is not None and tree == self._run("rev-parse", f"{base}^{{tree}}").stdout.strip():
+            return []
+        changed = self._run(*(("diff-tree", "-r", "--name-only", base, tree) if base else
+                              ("ls-tree", "-r", "--name-only", tree))).stdout.split()
+        commit = self._run("commit-tree", tree, "-m", message).stdout.strip()
+        # no reflog, so that the parks this commit replaces are garbage
+        self._run("-c", "core.logAllRefUpdates=false", "update-ref", LOCAL, commit)
+        return sorted(changed)
+
+    def _run(self, *args: str, env: dict[str, str] | None = None,
+             check: bool = True) -> subprocess.CompletedProcess:
+        done = subprocess.run(["git", *args], cwd=self.root, capture_output=True, text=True,
+                              env=None if env is None else {**os.environ, **env})
+        if check and done.returncode != 0:
+            raise RuntimeError(f"git {args[0]}: {done.stderr.strip() or done.stdout.strip()}")
+        return done
+
+
+def restore_parks(out: str, cells: Iterable[Cell]) -> list[Cell]:
+    r"""Copies, from the parks branch of the repository that holds
+    :obj:`out`, the park of each of :obj:`cells` that has neither a record,
+    nor a :obj:`last.ckpt`, nor a park in the work tree, into its parked
+    folder (:func:`~mzattn.repro.training.parking.write_park`), whence the
+    cell resumes (:func:`~mzattn.repro.training.parking.unpark`). Returns
+    the cells restored; none when :obj:`out` is not in a git work tree or
+    the repository has no parks branch."""
+    branch = ParksBranch.of(out)
+    if branch is None or branch.head() is None:
+        return []
+    restored = []
+    for cell in cells:
+        folder = parked_dir(out, cell)
+        if any(osp.exists(path) for path in (cell_path(out, cell), osp.join(folder, "last.ckpt"),
+                                             osp.join(checkpoint_dir(out, cell), "last.ckpt"))):
+            continue
+        held = {osp.basename(path): path for path in
+                branch.files(osp.relpath(osp.abspath(folder), branch.root))}
+        if "last.ckpt" not in held:
+            continue
+        write_park(folder, {name: branch.read(held[name]) if name in held else None
+                            for name in NAMES})
+        restored.append(cell)
+    return restored
+
+
+def _existing(folder: str) -> str:
+    # the nearest existing folder at or above `folder`, for git to start from
+    folder = osp.abspath(folder)
+    while not osp.isdir(folder):
+        folder = osp.dirname(folder)
+    return folder
