@@ -41,9 +41,13 @@ class ParksBranch:
     @classmethod
     def of(cls, out: str) -> "ParksBranch | None":
         r"""The parks branch of the repository that holds folder
-        :obj:`out`; :obj:`None` when :obj:`out` is not in a git work tree."""
-        done = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=_existing(out),
-                              capture_output=True, text=True)
+        :obj:`out`; :obj:`None` when :obj:`out` is not in a git work tree,
+        or git is not installed (as in the Docker image)."""
+        try:
+            done = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=_existing(out),
+                                  capture_output=True, text=True)
+        except FileNotFoundError:
+            return None
         return cls(done.stdout.strip()) if done.returncode == 0 else None
 
     def head(self) -> str | None:

@@ -209,9 +209,20 @@ def test_a_fresh_clone_resumes_from_the_parks_branch(repo, tmp_path_factory):
                                              (third, "last.ckpt")))  # the finished one's gone
 
 
-def test_restore_parks_outside_a_git_repository_does_nothing(tmp_path):
+def test_restore_parks_outside_a_git_repository_or_without_git_does_nothing(
+        repo, tmp_path_factory, monkeypatch):
     (cell,) = campaign_cells("paper-protocol", (0,), "smoke")[:1]
-    assert restore_parks(str(tmp_path / "results"), [cell]) == []
+    assert restore_parks(str(tmp_path_factory.mktemp("plain") / "results"), [cell]) == []
+    out = repo / "results" / "full"
+    _fake_checkpoints(str(out), cell)
+    assert park(str(out), cell)
+    ResultsRepository(str(out)).commit_parked("campaign x", [cell])
+    shutil.rmtree(parked_dir(str(out), cell))
+    shutil.rmtree(checkpoint_dir(str(out), cell))
+    monkeypatch.setenv("PATH", str(tmp_path_factory.mktemp("bin")))  # no git, as in Docker
+    assert restore_parks(str(out), [cell]) == []
+    monkeypatch.undo()
+    assert restore_parks(str(out), [cell]) == [cell]
 
 
 def test_a_park_commit_waits_for_the_git_lock(repo):
