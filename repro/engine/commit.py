@@ -44,7 +44,7 @@ from mzattn.repro.report.summary import (
 from mzattn.repro.training.layout import Cell, parked_dir
 from mzattn.repro.training.parking import NAMES
 
-from .parks_branch import ParksBranch
+from .parks_branch import ParksBranch, finished_ok, parked_record
 
 
 class ResultsRepository:
@@ -135,17 +135,15 @@ class ResultsRepository:
 
     def _dropped(self, path: str) -> bool:
         # whether the parks branch drops its file `path`: a file of a park under this folder
-        # whose cell has a record, or whose parked folder here lacks it (a best.ckpt no longer
-        # parked); the parks of other folders, and of cells not parked in this work tree (a
-        # fresh clone's), stay
+        # whose cell has finished (a failed cell keeps its park, as on disk), or whose parked
+        # folder here lacks it (a best.ckpt no longer parked); the parks of other folders, and
+        # of cells not parked in this work tree (a fresh clone's), stay
         folder = osp.relpath(self.out, self.root)
         if not path.startswith(folder + "/") or not _parked(path):
             return False
         parked = osp.join(self.root, osp.dirname(path))
-        table = osp.dirname(osp.dirname(parked))
-        record = osp.join(table, "cells", f"{osp.basename(parked)}.json")
-        return osp.exists(record) or (osp.isdir(parked) and not osp.exists(
-            osp.join(self.root, path)))
+        return finished_ok(parked_record(parked)) or (
+            osp.isdir(parked) and not osp.exists(osp.join(self.root, path)))
 
     def readme_edited(self) -> bool:
         r"""Whether the README has changes, staged or not, that are not

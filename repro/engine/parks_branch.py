@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 
+from mzattn.repro.training.cells import peek_record
 from mzattn.repro.training.layout import Cell, cell_path, checkpoint_dir, parked_dir
 from mzattn.repro.training.parking import NAMES, write_park
 
@@ -114,8 +115,9 @@ class ParksBranch:
 
 def restore_parks(out: str, cells: Iterable[Cell]) -> list[Cell]:
     r"""Copies, from the parks branch of the repository that holds
-    :obj:`out`, the park of each of :obj:`cells` that has neither a record,
-    nor a :obj:`last.ckpt`, nor a park in the work tree, into its parked
+    :obj:`out`, the park of each of :obj:`cells` that has neither finished
+    (:func:`finished_ok`), nor a :obj:`last.ckpt`, nor a park in the work
+    tree, into its parked
     folder (:func:`~mzattn.repro.training.parking.write_park`), whence the
     cell resumes (:func:`~mzattn.repro.training.parking.unpark`). Returns
     the cells restored; none when :obj:`out` is not in a git work tree or
@@ -126,8 +128,8 @@ def restore_parks(out: str, cells: Iterable[Cell]) -> list[Cell]:
     restored = []
     for cell in cells:
         folder = parked_dir(out, cell)
-        if any(osp.exists(path) for path in (cell_path(out, cell), osp.join(folder, "last.ckpt"),
-                                             osp.join(checkpoint_dir(out, cell), "last.ckpt"))):
+        held_here = (osp.join(path, "last.ckpt") for path in (folder, checkpoint_dir(out, cell)))
+        if finished_ok(cell_path(out, cell)) or any(osp.exists(path) for path in held_here):
             continue
         held = {osp.basename(path): path for path in
                 branch.files(osp.relpath(osp.abspath(folder), branch.root))}
@@ -137,6 +139,20 @@ def restore_parks(out: str, cells: Iterable[Cell]) -> list[Cell]:
                             for name in NAMES})
         restored.append(cell)
     return restored
+
+
+def finished_ok(record: str) -> bool:
+    r"""Whether cell record :obj:`record` (a path) says the cell finished;
+    a failed cell keeps its park, to resume from it when it runs again."""
+    found = peek_record(record)
+    return found is not None and found.get("status") == "ok"
+
+
+def parked_record(parked: str) -> str:
+    r"""The record path of the cell whose parked folder is :obj:`parked`:
+    :obj:`{table}/parked/{cell_id}` -> :obj:`{table}/cells/{cell_id}.json`."""
+    table = osp.dirname(osp.dirname(parked))
+    return osp.join(table, "cells", f"{osp.basename(parked)}.json")
 
 
 def _existing(folder: str) -> str:

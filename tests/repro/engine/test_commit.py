@@ -1,3 +1,4 @@
+import json
 import shutil
 import subprocess
 import threading
@@ -9,6 +10,7 @@ from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli
 from mzattn.repro.engine.commit import ResultsRepository
 from mzattn.repro.engine.parks_branch import PARKS_BRANCH, restore_parks
 from mzattn.repro.report.summary import README_END, begin_marker
+from mzattn.repro.training.cells import RECORD_VERSION
 from mzattn.repro.training.layout import cell_path, checkpoint_dir, parked_dir
 from mzattn.repro.training.parking import park
 
@@ -181,23 +183,30 @@ def test_parks_go_to_the_parks_branch_and_leave_with_their_finished_cell(repo, d
     assert _git(repo, "show", f"{PARKS_BRANCH}:{parked[3]}") == "last of 1, an epoch later"
 
 
+def _record(path: Path, cell, status: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"version": RECORD_VERSION, "status": status,
+                                "cell_id": cell.cell_id, "profile": "smoke", "metrics": {},
+                                "config": {"row": cell.row.label, "column": cell.column.label}}))
+
+
 def test_a_fresh_clone_resumes_from_the_parks_branch(repo, tmp_path_factory):
     out = repo / "results" / "full"
-    first, second, third = campaign_cells("paper-protocol", (0,), "smoke")[:3]
-    for cell in (first, second):
+    first, second, third, fourth = campaign_cells("paper-protocol", (0,), "smoke")[:4]
+    for cell in (first, second, fourth):
         _fake_checkpoints(str(out), cell, f"last of {cell.cell_id}".encode(), b"best")
         assert park(str(out), cell)
-    ResultsRepository(str(out)).commit_parked("campaign x", [first, second])
+    ResultsRepository(str(out)).commit_parked("campaign x", [first, second, fourth])
     clone = tmp_path_factory.mktemp("clone") / "mzattn"
     _git(repo, "clone", "-q", str(repo), str(clone))  # the parks come along as origin/parks
     cloned = clone / "results" / "full"
-    record = Path(cell_path(str(cloned), second))  # a cell finished since
-    record.parent.mkdir(parents=True)
-    record.write_text("{}")
-    assert restore_parks(str(cloned), [first, second, third]) == [first]
+    _record(Path(cell_path(str(cloned), second)), second, "ok")  # finished since
+    _record(Path(cell_path(str(cloned), fourth)), fourth, "failed")  # to run again: resumes
+    assert restore_parks(str(cloned), [first, second, third, fourth]) == [first, fourth]
     assert (Path(parked_dir(str(cloned), first)) / "last.ckpt").read_bytes() == \
         f"last of {first.cell_id}".encode()
     assert restore_parks(str(cloned), [first]) == []  # there already
+    shutil.rmtree(parked_dir(str(cloned), fourth))  # not restored here, yet kept below
 
     _fake_checkpoints(str(cloned), third, b"last of the third", None)
     assert park(str(cloned), third)
@@ -205,8 +214,8 @@ def test_a_fresh_clone_resumes_from_the_parks_branch(repo, tmp_path_factory):
     assert repository.commit_parked("campaign x", [third]) == [third.cell_id]
     held = _parks(clone, "ls-tree", "-r", "--name-only").split()
     assert held == sorted(f"results/full/{cell.table}/parked/{cell.cell_id}/{name}"
-                          for cell, name in ((first, "best.ckpt"), (first, "last.ckpt"),
-                                             (third, "last.ckpt")))  # the finished one's gone
+                          for cell in (first, third, fourth) for name in ("best.ckpt", "last.ckpt")
+                          if (cell, name) != (third, "best.ckpt"))  # the finished one's gone
 
 
 def test_restore_parks_outside_a_git_repository_or_without_git_does_nothing(
