@@ -117,11 +117,12 @@ def restore_parks(out: str, cells: Iterable[Cell]) -> list[Cell]:
     r"""Copies, from the parks branch of the repository that holds
     :obj:`out`, the park of each of :obj:`cells` that has neither finished
     (:func:`finished_ok`), nor a :obj:`last.ckpt`, nor a park in the work
-    tree, into its parked
-    folder (:func:`~mzattn.repro.training.parking.write_park`), whence the
-    cell resumes (:func:`~mzattn.repro.training.parking.unpark`). Returns
-    the cells restored; none when :obj:`out` is not in a git work tree or
-    the repository has no parks branch."""
+    tree, into its parked folder
+    (:func:`~mzattn.repro.training.parking.write_park`), whence the cell
+    resumes (:func:`~mzattn.repro.training.parking.unpark`). Only the files
+    :obj:`NAMES` of that folder are read from the branch, and written to
+    that folder alone. Returns the cells restored; none when :obj:`out` is
+    not in a git work tree or the repository has no parks branch."""
     branch = ParksBranch.of(out)
     if branch is None or branch.head() is None:
         return []
@@ -132,7 +133,7 @@ def restore_parks(out: str, cells: Iterable[Cell]) -> list[Cell]:
         if finished_ok(cell_path(out, cell)) or any(osp.exists(path) for path in held_here):
             continue
         held = {osp.basename(path): path for path in
-                branch.files(osp.relpath(osp.abspath(folder), branch.root))}
+                branch.files(osp.relpath(osp.realpath(folder), branch.root))}
         if "last.ckpt" not in held:
             continue
         write_park(folder, {name: branch.read(held[name]) if name in held else None
