@@ -7,7 +7,8 @@ under :obj:`{out}/{table}/`.
     {out}/{table}/logs/{cell_id}.csv       the learning curve (:func:`log_path`)
     {out}/{table}/locks/{cell_id}.lock     a running cell's lock (:func:`lock_path`)
     {out}/{table}/ckpt/{cell_id}/          its checkpoints, ignored by git (:func:`checkpoint_dir`)
-    {out}/{table}/parked/{cell_id}/        their copy that git keeps (:func:`parked_dir`)
+    {out}/{table}/parked/{cell_id}/        their parked copy, which git keeps on the
+                                           branch `parks` (:func:`parked_dir`)
 """
 import os.path as osp
 from dataclasses import dataclass
