@@ -21,6 +21,7 @@ and its progress.
 import argparse
 import contextlib
 import csv
+import io
 import os.path as osp
 import sys
 import threading
@@ -40,14 +41,14 @@ from .engine.options import (
     parse_duration,
     parse_seeds,
 )
-from .engine.parks_branch import restore_parks
+from .engine.parks_branch import branch_park
 from .engine.runner import exit_status, grid
 from .engine.runs import say
 from .tables.egnn_comparison import FRAME_DEPENDENT, INVARIANT
 from .tables.table01_depth_separation import KNOBS as TABLE1_KNOBS
 from .training.cells import RunOptions, cell_config, is_finished, peek_record
 from .training.layout import Cell, cell_path, checkpoint_dir, lock_path, log_path, parked_dir
-from .training.parking import ParkError, park, parked_history
+from .training.parking import ParkError, checkpoint_history, park, parked_history
 from .training.twins import find_twin, run_of
 
 
@@ -322,6 +323,15 @@ def _history(out: str, cell: Cell) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def _parked_rows(out: str, cell: Cell) -> list[dict] | None:
+    # the learning curve of the cell's park, in the work tree or else on the parks branch (a
+    # fresh clone's, read, not restored); None when it has none
+    if osp.exists(osp.join(parked_dir(out, cell), "last.ckpt")):
+        return parked_history(out, cell)
+    data = branch_park(out, cell)
+    return None if data is None else checkpoint_history(io.BytesIO(data))
+
+
 def _record(out: str, cell: Cell) -> dict | None:
     return peek_record(cell_path(out, cell))  # an unusable one is set aside when its cell runs
 
@@ -360,7 +370,9 @@ def status_lines(names: Names, out: str, seeds: tuple[int, ...] = (0,),
     with the run of a cell above it in another table
     (:mod:`~mzattn.repro.training.twins`) costs nothing: it takes that cell's record.
     A cell whose only checkpoint is parked (:mod:`~mzattn.repro.training.parking`,
-    a fresh clone) is :obj:`parked`, its epochs those its park keeps."""
+    a fresh clone), in the work tree or on the parks branch
+    (:mod:`~mzattn.repro.engine.parks_branch`, read, not restored), is
+    :obj:`parked`, its epochs those its park keeps."""
     from .report.convergence import convergence
     lines = ["| table | cell | state | epochs | s/epoch | left at cap (h) | convergence |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -368,9 +380,9 @@ def status_lines(names: Names, out: str, seeds: tuple[int, ...] = (0,),
     runs: dict[tuple[str, str], Cell] = {}  # the first cell of the campaign with each run
     for cell in campaign_cells(names, seeds, profile, batching):
         record, rows = _record(out, cell), _history(out, cell)
-        parked = not osp.exists(osp.join(checkpoint_dir(out, cell), "last.ckpt")) \
-            and osp.exists(osp.join(parked_dir(out, cell), "last.ckpt"))
-        rows = rows or (parked_history(out, cell) if parked else [])  # a fresh clone's
+        parked = None if (record or {}).get("status") == "ok" or osp.exists(
+            osp.join(checkpoint_dir(out, cell), "last.ckpt")) else _parked_rows(out, cell)
+        rows = rows or parked or []  # a fresh clone's
         spec = load_spec(cell.table)
         cap = spec.profile(profile).max_epochs
         epoch_s = sum(float(r["epoch_time_s"]) for r in rows[-5:]) / len(rows[-5:]) \
@@ -386,7 +398,7 @@ def status_lines(names: Names, out: str, seeds: tuple[int, ...] = (0,),
             state, left, conv = f"twin of {first.table}/{first.cell_id}", 0.0, ""
         else:
             state = "running" if _held(out, cell) else (
-                "failed" if record is not None else "parked" if parked else "queued")
+                "failed" if record is not None else "parked" if parked is not None else "queued")
             left = None if epoch_s is None else epoch_s * (cap - len(rows)) / 3600
             conv = ""
         total_left += left or 0.0
@@ -446,8 +458,6 @@ def cli(argv: list[str]) -> int:
     add_launch_arguments(parser)
     args = parser.parse_args(argv)
     if args.status:
-        restore_parks(args.out, campaign_cells(args.names, tuple(args.seeds), args.profile,
-                                               args.batching))  # shown as parked
         print("\n".join(status_lines(args.names, args.out, tuple(args.seeds), args.profile,
                                       args.batching, _run_options(args))))
         return 0

@@ -142,6 +142,18 @@ def restore_parks(out: str, cells: Iterable[Cell]) -> list[Cell]:
     return restored
 
 
+def branch_park(out: str, cell: Cell) -> bytes | None:
+    r"""The :obj:`last.ckpt` that the parks branch of the repository that
+    holds :obj:`out` keeps for :obj:`cell`, read without writing anything;
+    :obj:`None` when it keeps none (or there is no branch, or no git)."""
+    branch = ParksBranch.of(out)
+    if branch is None:
+        return None
+    folder = osp.relpath(osp.realpath(parked_dir(out, cell)), branch.root)
+    path = f"{folder}/last.ckpt"
+    return branch.read(path) if path in branch.files(folder) else None
+
+
 def finished_ok(record: str) -> bool:
     r"""Whether cell record :obj:`record` (a path) says the cell finished;
     a failed cell keeps its park, to resume from it when it runs again."""

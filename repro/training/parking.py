@@ -35,7 +35,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any
 
 import torch
 from mzattn.repro.core.faults import atomic_write
@@ -138,10 +138,16 @@ def remove_parked(out: str, cell: Cell) -> None:
 
 def parked_history(out: str, cell: Cell) -> list[dict[str, Any]]:
     r"""The learning curve kept in :obj:`cell`'s parked :obj:`last.ckpt`
-    (:class:`~mzattn.repro.training.history.History`'s rows, one per epoch
-    done); empty when it has none or it does not load."""
+    (:func:`checkpoint_history`)."""
+    return checkpoint_history(osp.join(parked_dir(out, cell), "last.ckpt"))
+
+
+def checkpoint_history(source: str | IO[bytes]) -> list[dict[str, Any]]:
+    r"""The learning curve kept in checkpoint :obj:`source` (a path or a
+    binary file): :class:`~mzattn.repro.training.history.History`'s rows,
+    one per epoch done; empty when it has none or it does not load."""
     try:
-        checkpoint = safe_load(osp.join(parked_dir(out, cell), "last.ckpt"))
+        checkpoint = safe_load(source)
     except (FileNotFoundError, ValueError):
         return []
     callbacks = checkpoint.get("callbacks") if isinstance(checkpoint, dict) else None

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock
-from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli
+from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli, status_lines
 from mzattn.repro.engine.commit import ResultsRepository
+from mzattn.repro.engine.launch import CellRun
 from mzattn.repro.engine.parks_branch import PARKS_BRANCH, restore_parks
 from mzattn.repro.report.summary import README_END, begin_marker
 from mzattn.repro.training.cells import RECORD_VERSION
@@ -190,7 +191,7 @@ def _record(path: Path, cell, status: str) -> None:
                                 "config": {"row": cell.row.label, "column": cell.column.label}}))
 
 
-def test_a_fresh_clone_resumes_from_the_parks_branch(repo, tmp_path_factory):
+def test_a_fresh_clone_resumes_from_the_parks_branch(repo, tmp_path_factory, monkeypatch):
     out = repo / "results" / "full"
     first, second, third, fourth = campaign_cells("paper-protocol", (0,), "smoke")[:4]
     for cell in (first, second, fourth):
@@ -200,6 +201,13 @@ def test_a_fresh_clone_resumes_from_the_parks_branch(repo, tmp_path_factory):
     clone = tmp_path_factory.mktemp("clone") / "mzattn"
     _git(repo, "clone", "-q", str(repo), str(clone))  # the parks come along as origin/parks
     cloned = clone / "results" / "full"
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    monkeypatch.setattr(CellRun, "cost", lambda self: None)
+    assert campaign_cells("one", (0,), "smoke") == [first]
+    (line,) = [line for line in status_lines("one", str(cloned), (0,), "smoke")
+               if first.cell_id in line]
+    assert "| parked |" in line  # on the branch: read, not restored
+    assert not Path(parked_dir(str(cloned), first)).exists()
     _record(Path(cell_path(str(cloned), second)), second, "ok")  # finished since
     _record(Path(cell_path(str(cloned), fourth)), fourth, "failed")  # to run again: resumes
     assert restore_parks(str(cloned), [first, second, third, fourth]) == [first, fourth]
