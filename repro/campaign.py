@@ -169,6 +169,9 @@ PROFILE = "full"
 Names = str | Sequence[str]
 r"""One campaign's name, or several: their cells in the order named."""
 
+Batchings = str | Sequence[str]
+r"""One batching, or several: the campaign's cells under each in turn."""
+
 
 def names_of(names: Names) -> tuple[str, ...]:
     r"""The campaigns :obj:`names` names, checked; raises :class:`ValueError`
@@ -182,17 +185,19 @@ def names_of(names: Names) -> tuple[str, ...]:
 
 
 def campaign_cells(names: Names, seeds: tuple[int, ...] = (0,), profile: str = PROFILE,
-                   batching: str = "masked") -> list[Cell]:
+                   batching: Batchings = "masked") -> list[Cell]:
     r"""The cells of campaign :obj:`names` (or of several, in the order
     named, a cell that two of them list once) under :obj:`profile`, their
-    sets batched as :obj:`batching` says, in run order."""
+    sets batched as :obj:`batching` says (or under several batchings, all
+    the cells under the first, then under the next), in run order."""
     cells: dict[tuple[str, str], Cell] = {}
-    for name in names_of(names):
-        for entry in CAMPAIGNS[name]:
-            spec = load_spec(entry.table)
-            for cell in grid(spec, profile, list(entry.rows), list(entry.columns),
-                             list(entry.seeds or seeds), batching):
-                cells.setdefault((cell.table, cell.cell_id), cell)
+    for one in (batching,) if isinstance(batching, str) else batching:
+        for name in names_of(names):
+            for entry in CAMPAIGNS[name]:
+                spec = load_spec(entry.table)
+                for cell in grid(spec, profile, list(entry.rows), list(entry.columns),
+                                 list(entry.seeds or seeds), one):
+                    cells.setdefault((cell.table, cell.cell_id), cell)
     return list(cells.values())
 
 
@@ -205,7 +210,7 @@ def subject(names: Names) -> str:
 def run_campaign(names: Names, out: str, seeds: tuple[int, ...] = (0,),
                  options: RunOptions | None = None, profile: str = PROFILE,
                  launch_options: LaunchOptions | None = None, commit: bool = False,
-                 readme: str | None = None, batching: str = "masked") -> dict[str, str]:
+                 readme: str | None = None, batching: Batchings = "masked") -> dict[str, str]:
     r"""Runs every cell of campaign :obj:`names` that is neither finished nor
     held by another process, as :obj:`launch_options` dispatch them,
     rebuilding a table's report after each of its cells. The cells start in
@@ -243,7 +248,7 @@ def _committer(title: str, repository: ResultsRepository) -> Callable[[Cell, str
 
 
 def park_campaign(names: Names, out: str, seeds: tuple[int, ...] = (0,), profile: str = PROFILE,
-                  batching: str = "masked") -> tuple[list[Cell], list[Cell]]:
+                  batching: Batchings = "masked") -> tuple[list[Cell], list[Cell]]:
     r"""Parks (:func:`~.training.parking.park`) every cell of campaign
     :obj:`names` that has a :obj:`last.ckpt` and no finished record, saying
     each; returns the cells parked and those whose checkpoints kept changing
@@ -360,7 +365,7 @@ def _finished_twin(out: str, config: dict, metric: str) -> str | None:
 
 
 def status_lines(names: Names, out: str, seeds: tuple[int, ...] = (0,),
-                 profile: str = PROFILE, batching: str = "masked",
+                 profile: str = PROFILE, batching: Batchings = "masked",
                  options: RunOptions | None = None) -> list[str]:
     r"""One Markdown table row per cell of the campaign: state, epochs,
     epoch time and the time left at the epoch cap (an upper bound): from
@@ -436,7 +441,7 @@ def cli(argv: list[str]) -> int:
                         help="comma-separated seeds of every cell (default: 0; the paper's "
                              "tables have 3-5)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads per cell")
-    add_batching_argument(parser)
+    add_batching_argument(parser, several=True)
     add_store_activations_argument(parser)
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--status", action="store_true", help="print the plan and progress")

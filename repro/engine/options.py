@@ -157,14 +157,34 @@ def add_store_activations_argument(parser: argparse.ArgumentParser) -> None:
                              "(docs/benchmarks.md)")
 
 
-def add_batching_argument(parser: argparse.ArgumentParser) -> None:
+_BATCHING_HELP = ("masked: ragged sets, only real elements (default); padded: zero-padded to "
+                  "the batch's largest set, no mask, as the reference Set Transformer code; "
+                  "padded-dataset: to the dataset's largest set (docs/reproduction.md)")
+
+
+def add_batching_argument(parser: argparse.ArgumentParser, several: bool = False) -> None:
     r"""Adds :obj:`--batching` (:obj:`mzattn.datasets.batching.BATCHINGS`)
-    to :obj:`parser`."""
-    parser.add_argument("--batching", choices=list(BATCHINGS), default="masked",
-                        help="masked: ragged sets, only real elements (default); padded: "
-                             "zero-padded to the batch's largest set, no mask, as the reference "
-                             "Set Transformer code; padded-dataset: to the dataset's largest set "
-                             "(docs/reproduction.md)")
+    to :obj:`parser`: one batching, or with :obj:`several` a comma-separated
+    list of them (:func:`parse_batchings`, a tuple; a campaign runs its
+    cells under each in turn)."""
+    if several:
+        parser.add_argument("--batching", type=parse_batchings, default=("masked",),
+                            help=f"{_BATCHING_HELP}; several, comma-separated (masked,padded), "
+                                 "run the campaign's cells under each in turn")
+    else:
+        parser.add_argument("--batching", choices=list(BATCHINGS), default="masked",
+                            help=_BATCHING_HELP)
+
+
+def parse_batchings(text: str) -> tuple[str, ...]:
+    r"""The batchings of :obj:`--batching masked,padded`: distinct names of
+    :obj:`mzattn.datasets.batching.BATCHINGS`, at least one."""
+    names = parse_names(text)
+    unknown = [name for name in names if name not in BATCHINGS]
+    if not names or unknown or len(set(names)) < len(names):
+        raise argparse.ArgumentTypeError(
+            f"must be distinct batchings of {', '.join(BATCHINGS)}, at least one (got {text!r})")
+    return tuple(names)
 
 
 def _device(name: str) -> str:

@@ -186,6 +186,26 @@ def test_a_campaign_runs_the_batching_it_is_given(tmp_path, monkeypatch, capsys)
     assert [row.split(" | ")[1] for row in rows] == ["Standard__d_8__s0__padded"]
 
 
+def test_a_campaign_runs_several_batchings_in_turn(tmp_path, data_root, monkeypatch, capsys):
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8", "d=32")),))
+    monkeypatch.setenv("MZATTN_DATA", data_root)
+    assert [cell.cell_id for cell in campaign_cells("one", batching=("masked", "padded"))] == [
+        "Standard__d_8__s0", "Standard__d_32__s0",
+        "Standard__d_8__s0__padded", "Standard__d_32__s0__padded"]
+    args = ["one", "--out", str(tmp_path), "--profile", "smoke", "--threads", "1",
+            "--batching"]
+    assert cli([*args, "padded,masked"]) == 0
+    cells = sorted(os.listdir(osp.join(tmp_path, "table3", "cells")))
+    assert cells == ["Standard__d_32__s0.json", "Standard__d_32__s0__padded.json",
+                     "Standard__d_8__s0.json", "Standard__d_8__s0__padded.json"]
+    assert {peek_record(osp.join(tmp_path, "table3", "cells", cell))["config"]["batching"]
+            for cell in cells} == {"masked", "padded"}
+    for bad in ("padded,padded", "masked,ragged", ","):
+        with pytest.raises(SystemExit):
+            cli([*args, bad, "--status"])
+        assert "--batching: must be distinct batchings" in capsys.readouterr().err
+
+
 def test_a_campaign_stores_activations_when_asked(tmp_path, data_root, monkeypatch):
     # the cells' MZ attention stores its activations (faster, same function), and the
     # record says so; a cell that ran the default says "recomputed"
