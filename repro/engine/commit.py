@@ -104,9 +104,10 @@ class ResultsRepository:
             self._git("add", "--", *(path for path in untracked if not _parked(path) and (
                 _kind(path) != "logs" or osp.exists(osp.join(self.root, _cell_of(path))))))
             names = ", ".join(osp.splitext(osp.basename(cell))[0] for cell in cells)
+            # first, so that an error of either leaves the cells to the next commit
+            self.parks.write(f"{subject}: drop the parks of {names}", (), self._dropped)
             self._git("commit", "-q", "-m", f"{subject}: {names}", "--",
                       osp.relpath(self.out, self.root), *self._rebuilt_readme())
-            self.parks.write(f"{subject}: drop the parks of {names}", (), self._dropped)
             return cells
 
     def commit_parked(self, subject: str, cells: Sequence[Cell]) -> list[str]:
@@ -120,6 +121,8 @@ class ResultsRepository:
         with self._lock():
             folders = [osp.relpath(parked_dir(self.out, cell), self.root) for cell in cells
                        if osp.isdir(parked_dir(self.out, cell))]
+            if not folders:
+                return []
             files = [path for folder in folders for path in
                      (osp.join(folder, name) for name in NAMES)  # never a park's temporary file
                      if osp.exists(osp.join(self.root, path))]
