@@ -41,7 +41,7 @@ from .engine.options import (
     parse_duration,
     parse_seeds,
 )
-from .engine.parks_branch import branch_park
+from .engine.parks_branch import HeldParks
 from .engine.runner import exit_status, grid
 from .engine.runs import say
 from .tables.egnn_comparison import FRAME_DEPENDENT, INVARIANT
@@ -328,12 +328,12 @@ def _history(out: str, cell: Cell) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def _parked_rows(out: str, cell: Cell) -> list[dict] | None:
+def _parked_rows(out: str, cell: Cell, held: HeldParks | None) -> list[dict] | None:
     # the learning curve of the cell's park, in the work tree or else on the parks branch (a
     # fresh clone's, read, not restored); None when it has none
     if osp.exists(osp.join(parked_dir(out, cell), "last.ckpt")):
         return parked_history(out, cell)
-    data = branch_park(out, cell)
+    data = None if held is None else held.park(out, cell).get("last.ckpt")
     return None if data is None else checkpoint_history(io.BytesIO(data))
 
 
@@ -383,10 +383,11 @@ def status_lines(names: Names, out: str, seeds: tuple[int, ...] = (0,),
              "| --- | --- | --- | --- | --- | --- | --- |"]
     total_left = estimated = 0.0
     runs: dict[tuple[str, str], Cell] = {}  # the first cell of the campaign with each run
+    held = HeldParks.of(out)  # listed once
     for cell in campaign_cells(names, seeds, profile, batching):
         record, rows = _record(out, cell), _history(out, cell)
         parked = None if (record or {}).get("status") == "ok" or osp.exists(
-            osp.join(checkpoint_dir(out, cell), "last.ckpt")) else _parked_rows(out, cell)
+            osp.join(checkpoint_dir(out, cell), "last.ckpt")) else _parked_rows(out, cell, held)
         rows = rows or parked or []  # a fresh clone's
         spec = load_spec(cell.table)
         cap = spec.profile(profile).max_epochs

@@ -41,10 +41,10 @@ from mzattn.repro.report.summary import (
     update_readme,
     write_summary,
 )
-from mzattn.repro.training.layout import Cell, parked_dir
+from mzattn.repro.training.layout import Cell, parked_dir, record_of
 from mzattn.repro.training.parking import NAMES
 
-from .parks_branch import ParksBranch, finished_ok, parked_record
+from .parks_branch import ParksBranch, finished_ok
 
 
 class ResultsRepository:
@@ -102,7 +102,7 @@ class ResultsRepository:
             untracked = self._untracked()
             cells = [path for path in untracked if _kind(path) == "cells"]
             self._git("add", "--", *(path for path in untracked if not _parked(path) and (
-                _kind(path) != "logs" or osp.exists(osp.join(self.root, _cell_of(path))))))
+                _kind(path) != "logs" or osp.exists(osp.join(self.root, record_of(path))))))
             names = ", ".join(osp.splitext(osp.basename(cell))[0] for cell in cells)
             # first, so that an error of either leaves the cells to the next commit
             self.parks.write(f"{subject}: drop the parks of {names}", (), self._dropped)
@@ -145,7 +145,7 @@ class ResultsRepository:
         if not path.startswith(folder + "/") or not _parked(path):
             return False
         parked = osp.join(self.root, osp.dirname(path))
-        return finished_ok(parked_record(parked)) or (
+        return finished_ok(record_of(parked)) or (
             osp.isdir(parked) and not osp.exists(osp.join(self.root, path)))
 
     def readme_edited(self) -> bool:
@@ -191,9 +191,3 @@ def _kind(path: str) -> str:
 def _parked(path: str) -> bool:
     # whether `path` is a file of {table}/parked/{id}/ (layout.py)
     return osp.basename(osp.dirname(osp.dirname(path))) == "parked"
-
-
-def _cell_of(log: str) -> str:
-    # {table}/logs/{id}.csv -> {table}/cells/{id}.json
-    stem = osp.splitext(osp.basename(log))[0]
-    return osp.join(osp.dirname(osp.dirname(log)), "cells", f"{stem}.json")

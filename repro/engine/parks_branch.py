@@ -19,6 +19,7 @@ import os.path as osp
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from mzattn.repro.training.cells import peek_record
 from mzattn.repro.training.layout import Cell, cell_path, checkpoint_dir, parked_dir
@@ -60,18 +61,15 @@ class ParksBranch:
                 return done.stdout.strip()
         return None
 
-    def files(self, folder: str) -> list[str]:
-        r"""The files the branch holds under :obj:`folder` (relative to the
-        root), sorted; none without a branch."""
-        head = self.head()
-        if head is None:
-            return []
-        listed = self._run("ls-tree", "-r", "--name-only", head, "--", folder).stdout
-        return sorted(line for line in listed.splitlines() if line)
+    def files(self, commit: str, folder: str) -> frozenset[str]:
+        r"""The files that :obj:`commit` of the branch holds under
+        :obj:`folder` (paths relative to the root)."""
+        listed = self._run("ls-tree", "-r", "--name-only", commit, "--", folder).stdout
+        return frozenset(line for line in listed.splitlines() if line)
 
-    def read(self, path: str) -> bytes:
-        r"""The content of file :obj:`path` on the branch."""
-        return subprocess.run(["git", "cat-file", "blob", f"{self.head()}:{path}"],
+    def read(self, commit: str, path: str) -> bytes:
+        r"""The content of file :obj:`path` in :obj:`commit` of the branch."""
+        return subprocess.run(["git", "cat-file", "blob", f"{commit}:{path}"],
                               cwd=self.root, capture_output=True, check=True).stdout
 
     def write(self, message: str, add: Sequence[str], drop: Callable[[str], bool]) -> list[str]:
@@ -113,18 +111,47 @@ class ParksBranch:
         return done
 
 
+@dataclass(frozen=True)
+class HeldParks:
+    r"""The parks that the parks branch holds under one results folder,
+    listed once (:meth:`of`): :obj:`files`, relative to the repository's
+    root, in :obj:`commit` of :obj:`branch`."""
+    branch: ParksBranch
+    commit: str
+    files: frozenset[str]
+
+    @classmethod
+    def of(cls, out: str) -> "HeldParks | None":
+        r"""The parks held under results folder :obj:`out`; :obj:`None`
+        when it is not in a git work tree (or there is no git), or the
+        repository has no parks branch."""
+        branch = ParksBranch.of(out)
+        commit = None if branch is None else branch.head()
+        if commit is None:
+            return None
+        return cls(branch, commit, branch.files(commit, osp.relpath(osp.realpath(out),
+                                                                    branch.root)))
+
+    def park(self, out: str, cell: Cell) -> dict[str, bytes]:
+        r"""The files of :obj:`cell`'s park (:obj:`NAMES` alone) by name;
+        empty when the branch holds none."""
+        folder = osp.relpath(osp.realpath(parked_dir(out, cell)), self.branch.root)
+        return {name: self.branch.read(self.commit, f"{folder}/{name}") for name in NAMES
+                if f"{folder}/{name}" in self.files}
+
+
 def restore_parks(out: str, cells: Iterable[Cell]) -> list[Cell]:
     r"""Copies, from the parks branch of the repository that holds
-    :obj:`out`, the park of each of :obj:`cells` that has neither finished
-    (:func:`finished_ok`), nor a :obj:`last.ckpt`, nor a park in the work
-    tree, into its parked folder
+    :obj:`out` (:class:`HeldParks`), the park of each of :obj:`cells` that
+    has neither finished (:func:`finished_ok`), nor a :obj:`last.ckpt`, nor
+    a park in the work tree, into its parked folder
     (:func:`~mzattn.repro.training.parking.write_park`), whence the cell
     resumes (:func:`~mzattn.repro.training.parking.unpark`). Only the files
     :obj:`NAMES` of that folder are read from the branch, and written to
     that folder alone. Returns the cells restored; none when :obj:`out` is
     not in a git work tree or the repository has no parks branch."""
-    branch = ParksBranch.of(out)
-    if branch is None or branch.head() is None:
+    held = HeldParks.of(out)
+    if held is None:
         return []
     restored = []
     for cell in cells:
@@ -132,26 +159,11 @@ def restore_parks(out: str, cells: Iterable[Cell]) -> list[Cell]:
         held_here = (osp.join(path, "last.ckpt") for path in (folder, checkpoint_dir(out, cell)))
         if finished_ok(cell_path(out, cell)) or any(osp.exists(path) for path in held_here):
             continue
-        held = {osp.basename(path): path for path in
-                branch.files(osp.relpath(osp.realpath(folder), branch.root))}
-        if "last.ckpt" not in held:
-            continue
-        write_park(folder, {name: branch.read(held[name]) if name in held else None
-                            for name in NAMES})
-        restored.append(cell)
+        files = held.park(out, cell)
+        if "last.ckpt" in files:
+            write_park(folder, {name: files.get(name) for name in NAMES})
+            restored.append(cell)
     return restored
-
-
-def branch_park(out: str, cell: Cell) -> bytes | None:
-    r"""The :obj:`last.ckpt` that the parks branch of the repository that
-    holds :obj:`out` keeps for :obj:`cell`, read without writing anything;
-    :obj:`None` when it keeps none (or there is no branch, or no git)."""
-    branch = ParksBranch.of(out)
-    if branch is None:
-        return None
-    folder = osp.relpath(osp.realpath(parked_dir(out, cell)), branch.root)
-    path = f"{folder}/last.ckpt"
-    return branch.read(path) if path in branch.files(folder) else None
 
 
 def finished_ok(record: str) -> bool:
@@ -159,13 +171,6 @@ def finished_ok(record: str) -> bool:
     a failed cell keeps its park, to resume from it when it runs again."""
     found = peek_record(record)
     return found is not None and found.get("status") == "ok"
-
-
-def parked_record(parked: str) -> str:
-    r"""The record path of the cell whose parked folder is :obj:`parked`:
-    :obj:`{table}/parked/{cell_id}` -> :obj:`{table}/cells/{cell_id}.json`."""
-    table = osp.dirname(osp.dirname(parked))
-    return osp.join(table, "cells", f"{osp.basename(parked)}.json")
 
 
 def _existing(folder: str) -> str:

@@ -71,6 +71,15 @@ def checkpoint_dir(out: str, cell: Cell) -> str:
     return osp.join(table_dir(out, cell.table), "ckpt", cell.cell_id)
 
 
+def record_of(path: str) -> str:
+    r"""The record of the cell that a file or folder :obj:`path` of its
+    table belongs to: :obj:`{table}/logs/{cell_id}.csv`,
+    :obj:`{table}/parked/{cell_id}` or the like ->
+    :obj:`{table}/cells/{cell_id}.json`."""
+    stem = osp.splitext(osp.basename(path))[0]
+    return osp.join(osp.dirname(osp.dirname(path)), "cells", f"{stem}.json")
+
+
 def parked_dir(out: str, cell: Cell) -> str:
     r"""Parked checkpoints of a cell (:mod:`~mzattn.repro.training.parking`):
     :obj:`{out}/{table}/parked/{cell_id}`."""
