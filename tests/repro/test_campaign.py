@@ -113,7 +113,8 @@ def test_readings_runs_the_claims_under_the_readings_the_paper_fixes():
     columns = {(c.table, c.column.label) for c in cells}
     assert columns == {("table6", "Max [per-dim-sum]"), ("table6", "RotMatch [unaligned-sum]"),
                        ("table29", "Max [per-dim-sum]"), ("table2", "F [unaligned-sum]"),
-                       ("table2", "A"), ("table2", "G"), ("table6", "MST"), ("table29", "Sum")}
+                       ("table2", "A"), ("table2", "G"), ("table6", "MST"), ("table29", "Sum"),
+                       ("table29", "Median"), ("table29", "Range")}
     assert all("[" not in c.column.label or "per-dim-sum" in c.cell_id
                or "unaligned-sum" in c.cell_id for c in cells)  # the id names the reading
     table6 = load_spec("table6")
@@ -125,12 +126,14 @@ def test_readings_runs_the_claims_under_the_readings_the_paper_fixes():
     table2 = load_spec("table2")
     assert table2.paper_label("HyperNet", "F [unaligned-sum]") == ("HyperNet", "F R2")
     # the reading columns are new cells; the columns kept for padded batching (Table 6's MST,
-    # Table 29's Sum) are, masked, paper-protocol's own, and padded, cells of their own
+    # Table 29's Sum, Median and Range) are, masked, paper-protocol's own, and padded, cells of
+    # their own
     protocol = {(c.table, c.cell_id) for c in campaign_cells("paper-protocol")}
     shared = protocol & {(c.table, c.cell_id) for c in cells}
-    assert shared == {(c.table, c.cell_id) for c in cells
-                      if (c.table, c.column.label) in {("table6", "MST"), ("table29", "Sum")}}
-    assert len(shared) == 8
+    kept = {("table6", "MST"), ("table29", "Sum"), ("table29", "Median"), ("table29", "Range")}
+    assert shared == {(c.table, c.cell_id) for c in cells if (c.table, c.column.label) in kept}
+    assert len(shared) == 16
+    assert [c.column.label for c in cells[-12:]] == ["MST"] * 4 + ["Median"] * 4 + ["Range"] * 4
     padded = campaign_cells("readings", batching="padded")
     assert not protocol & {(c.table, c.cell_id) for c in padded}
 
