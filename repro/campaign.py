@@ -20,8 +20,6 @@ and its progress.
 """
 import argparse
 import contextlib
-import csv
-import io
 import os.path as osp
 import sys
 import threading
@@ -31,7 +29,7 @@ from dataclasses import dataclass
 from .core.faults import RunStopped
 from .core.registry import load_spec
 from .engine.commit import ResultsRepository
-from .engine.launch import CellRun, launch
+from .engine.launch import launch
 from .engine.options import (
     LaunchOptions,
     add_batching_argument,
@@ -41,15 +39,14 @@ from .engine.options import (
     parse_duration,
     parse_seeds,
 )
-from .engine.parks_branch import HeldParks
 from .engine.runner import exit_status, grid
 from .engine.runs import say
+from .engine.status import status_lines
 from .tables.egnn_comparison import FRAME_DEPENDENT, INVARIANT
 from .tables.table01_depth_separation import KNOBS as TABLE1_KNOBS
 from .training.cells import RunOptions, cell_config, is_finished, peek_record
-from .training.layout import Cell, cell_path, checkpoint_dir, lock_path, log_path, parked_dir
-from .training.parking import ParkError, checkpoint_history, park, parked_history
-from .training.twins import find_twin, run_of
+from .training.layout import Cell, cell_path, parked_dir
+from .training.parking import ParkError, park, parked_history
 
 
 @dataclass(frozen=True)
@@ -151,9 +148,13 @@ CAMPAIGNS: dict[str, tuple[Entry, ...]] = {
         # Sum claim is the one the issue cites for the set size (the paper's MZAttn at 0.999,
         # ours masked at 0.93), and decides a claim: first. Table 6's MST is the third task of
         # its claims under the fixed readings, which Max already contradicts padded: it
-        # completes them. Their masked cells are paper-protocol's (the same ids: finished).
+        # completes them. Table 29's Median and Range complete that table under padded
+        # batching: its median claim and the two tasks of "Slot Attention lags on all four"
+        # that no padded cell had run. Their masked cells are paper-protocol's (the same ids:
+        # finished).
         Entry("table29", _TABLE29_ROWS, ("Sum",)),
         Entry("table6", _TABLE6_ROWS, ("MST",)),
+        Entry("table29", _TABLE29_ROWS, ("Median", "Range")),
     ),
     # Opt-in, for a cluster or a GPU: Table 7's claim on its ten rotation-invariant targets,
     # which paper-protocol does not decide (20 cells, ≈ 20 h of one core at the cap, --status).
@@ -320,106 +321,8 @@ def _timed_park(args: argparse.Namespace) -> None:
         say(f"--park-after: not parked: {type(error).__name__}: {error}")
 
 
-def _history(out: str, cell: Cell) -> list[dict[str, str]]:
-    path = log_path(out, cell)
-    if not osp.exists(path):
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def _parked_rows(out: str, cell: Cell, held: HeldParks | None) -> list[dict] | None:
-    # the learning curve of the cell's park, in the work tree or else on the parks branch (a
-    # fresh clone's, read, not restored); None when it has none
-    if osp.exists(osp.join(parked_dir(out, cell), "last.ckpt")):
-        return parked_history(out, cell)
-    data = None if held is None else held.park(out, cell).get("last.ckpt")
-    return None if data is None else checkpoint_history(io.BytesIO(data))
-
-
 def _record(out: str, cell: Cell) -> dict | None:
     return peek_record(cell_path(out, cell))  # an unusable one is set aside when its cell runs
-
-
-def _held(out: str, cell: Cell) -> bool:
-    from filelock import FileLock, Timeout
-    path = lock_path(out, cell)
-    if not osp.exists(path):
-        return False
-    try:
-        with FileLock(path, timeout=0):
-            return False
-    except Timeout:
-        return True
-
-
-def _failed(out: str, cell: Cell) -> bool:
-    record = _record(out, cell)
-    return record is not None and record.get("status") != "ok"
-
-
-def _finished_twin(out: str, config: dict, metric: str) -> str | None:
-    # the file of the finished twin whose record the cell will take (twins.py), if any
-    twin = find_twin(out, config, metric, peek_record)
-    return None if twin is None else osp.relpath(twin[0], out)
-
-
-def status_lines(names: Names, out: str, seeds: tuple[int, ...] = (0,),
-                 profile: str = PROFILE, batching: Batchings = "masked",
-                 options: RunOptions | None = None) -> list[str]:
-    r"""One Markdown table row per cell of the campaign: state, epochs,
-    epoch time and the time left at the epoch cap (an upper bound): from
-    the cell's last epochs once it has some, else estimated by timing one
-    training step (:func:`~mzattn.repro.engine.launch.CellRun.cost`, marked
-    :obj:`≈`, under :obj:`options`, e.g. with stored activations). A cell
-    with the run of a cell above it in another table
-    (:mod:`~mzattn.repro.training.twins`) costs nothing: it takes that cell's record.
-    A cell whose only checkpoint is parked (:mod:`~mzattn.repro.training.parking`,
-    a fresh clone), in the work tree or on the parks branch
-    (:mod:`~mzattn.repro.engine.parks_branch`, read, not restored), is
-    :obj:`parked`, its epochs those its park keeps."""
-    from .report.convergence import convergence
-    lines = ["| table | cell | state | epochs | s/epoch | left at cap (h) | convergence |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    total_left = estimated = 0.0
-    runs: dict[tuple[str, str], Cell] = {}  # the first cell of the campaign with each run
-    held = HeldParks.of(out)  # listed once
-    for cell in campaign_cells(names, seeds, profile, batching):
-        record, rows = _record(out, cell), _history(out, cell)
-        parked = None if (record or {}).get("status") == "ok" or osp.exists(
-            osp.join(checkpoint_dir(out, cell), "last.ckpt")) else _parked_rows(out, cell, held)
-        rows = rows or parked or []  # a fresh clone's
-        spec = load_spec(cell.table)
-        cap = spec.profile(profile).max_epochs
-        epoch_s = sum(float(r["epoch_time_s"]) for r in rows[-5:]) / len(rows[-5:]) \
-            if rows else None
-        config, metric = cell_config(spec, cell, profile), spec.metric_of(cell.column.label)
-        twin = _finished_twin(out, config, metric) if record is None else None
-        first = runs.setdefault((run_of(config), metric), cell)
-        if record is not None and record.get("status") == "ok":
-            state, left, conv = "done", 0.0, convergence(record).reason
-        elif twin is not None:  # takes its twin's record when it runs
-            state, left, conv = f"twin {twin} done", 0.0, ""
-        elif first.table != cell.table and not _failed(out, first):  # the run of a cell above
-            state, left, conv = f"twin of {first.table}/{first.cell_id}", 0.0, ""
-        else:
-            state = "running" if _held(out, cell) else (
-                "failed" if record is not None else "parked" if parked is not None else "queued")
-            left = None if epoch_s is None else epoch_s * (cap - len(rows)) / 3600
-            conv = ""
-        total_left += left or 0.0
-        shown = "—" if left is None else f"{left:.2f}"
-        if left is None and state != "done":
-            guess = CellRun(cell, profile, out, options or RunOptions()).cost()
-            estimated += (guess or 0.0) / 3600
-            shown = "—" if guess is None else f"≈ {guess / 3600:.2f}"
-        lines.append(f"| {cell.table} | {cell.cell_id} | {state} | {len(rows)}/{cap} | "
-                     f"{'—' if epoch_s is None else f'{epoch_s:.1f}'} | {shown} | {conv} |")
-    lines.append(f"\nTime left at the cap: {total_left:.1f} h of one core measured on the "
-                 f"cells' last epochs, ≈ {estimated:.1f} h more estimated for the cells "
-                 "not started (the CPU time of one training step on one thread, scaled; "
-                 "validation not counted).")
-    return lines
 
 
 def _run_options(args: argparse.Namespace) -> RunOptions:
@@ -464,8 +367,8 @@ def cli(argv: list[str]) -> int:
     add_launch_arguments(parser)
     args = parser.parse_args(argv)
     if args.status:
-        print("\n".join(status_lines(args.names, args.out, tuple(args.seeds), args.profile,
-                                      args.batching, _run_options(args))))
+        cells = campaign_cells(args.names, tuple(args.seeds), args.profile, args.batching)
+        print("\n".join(status_lines(cells, args.out, args.profile, _run_options(args))))
         return 0
     if args.readme and not args.commit:
         parser.error("--readme goes with --commit")

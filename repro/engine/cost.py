@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 PROBE_SETS = 16
 r"""Sets in the probe batch that times one training step."""
@@ -47,12 +48,13 @@ def by_cost(runs: Sequence[R]) -> list[R]:
 
 def training_cost(*, model: str, overrides: dict[str, Any], task: str,
                   task_overrides: dict[str, Any], max_epochs: int,
-                  store_activations: bool = False) -> float | None:
+                  store_activations: bool = False, batching: str = "masked") -> float | None:
     r"""Estimated seconds to train registry model :obj:`model` (with
     constructor :obj:`overrides`; its MZ attention storing its activations
     with :obj:`store_activations`) on synthetic task :obj:`task` (with
-    :obj:`task_overrides`) for :obj:`max_epochs` epochs: :func:`step_seconds`
-    on :obj:`PROBE_SETS` sets of the task, scaled to the training split.
+    :obj:`task_overrides`), its sets batched as :obj:`batching` says, for
+    :obj:`max_epochs` epochs: :func:`step_seconds` on :obj:`PROBE_SETS`
+    sets of the task, scaled to the training split.
     :obj:`None` for a task that is not synthetic or a configuration that
     does not resolve (the run reports its own error)."""
     from mzattn.datasets.synthetic.tasks import get_config
@@ -61,24 +63,31 @@ def training_cost(*, model: str, overrides: dict[str, Any], task: str,
     except ValueError:  # a real dataset, or options only its provider knows
         return None
     sets = {f"num_{split}": None for split in ("train", "val", "test")}
-    key = json.dumps([model, overrides, task, task_overrides | sets, store_activations],
+    key = json.dumps([model, overrides, task, task_overrides | sets, store_activations, batching],
                      sort_keys=True, default=repr)  # the split sizes change the scale only
     if key not in _STEPS:
-        x, batch = probe_batch(config)
+        x, batch = probe_batch(config, padded=batching != "masked")
         _STEPS[key] = step_seconds(model, overrides, x, batch, config.target_dim,
                                    store_activations=store_activations)
     return max_epochs * config.num_samples("train") / PROBE_SETS * _STEPS[key]
 
 
-def probe_batch(config: Any, num_sets: int = PROBE_SETS) -> tuple[torch.Tensor, torch.Tensor]:
+def probe_batch(config: Any, num_sets: int = PROBE_SETS, *,
+                padded: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     r"""The first :obj:`num_sets` training sets that :obj:`config` (a
     :class:`~mzattn.datasets.synthetic.tasks.TaskConfig`) draws with seed
-    0, as :obj:`(x [N, F], batch [N])`."""
+    0, as :obj:`(x [N, F], batch [N])`; with :obj:`padded`, each set
+    zero-padded to the largest of them, as padded batching gives a model
+    its batch (:mod:`mzattn.datasets.padding`; the run's batches, of more
+    sets, pad to about the task's largest size)."""
     rng = np.random.default_rng(0)
     samples = config.sample_many(rng, "train", config.shared(rng), num_sets)
-    x = torch.cat([torch.as_tensor(sample.x, dtype=torch.float32) for sample in samples])
-    sizes = torch.tensor([len(sample.x) for sample in samples])
-    return x, torch.arange(len(samples)).repeat_interleave(sizes)
+    sets = [torch.as_tensor(sample.x, dtype=torch.float32) for sample in samples]
+    if padded:
+        x = pad_sequence(sets, batch_first=True)  # [num_sets, largest, F]
+        return x.flatten(0, 1), torch.arange(len(sets)).repeat_interleave(x.size(1))
+    sizes = torch.tensor([len(x) for x in sets])
+    return torch.cat(sets), torch.arange(len(sets)).repeat_interleave(sizes)
 
 
 def step_seconds(model: str, overrides: dict[str, Any], x: torch.Tensor, batch: torch.Tensor,

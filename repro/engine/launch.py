@@ -119,7 +119,8 @@ class CellRun:
         return training_cost(model=config["model"], overrides=config["model_overrides"],
                              task=config["task"], task_overrides=config["task_overrides"],
                              max_epochs=training["max_epochs"],
-                             store_activations=self.options.store_activations)
+                             store_activations=self.options.store_activations,
+                             batching=self.cell.batching)
 
 
 @dataclass(frozen=True)

@@ -3,30 +3,9 @@ import os.path as osp
 
 import pytest
 from mzattn.repro import campaign as campaign_module
-from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli, status_lines
+from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli
 from mzattn.repro.core.registry import load_spec
 from mzattn.repro.training.cells import cell_config, peek_record
-from mzattn.repro.training.layout import cell_path
-
-
-def test_status_goes_on_past_an_unreadable_record(tmp_path):
-    out = str(tmp_path)
-    first = campaign_cells("meb-corner")[0]
-    path = tmp_path / cell_path(out, first)
-    path.parent.mkdir(parents=True)
-    path.write_text('{"version": 1, "status": "ok", "metr')  # truncated by a full disk
-    lines = status_lines("meb-corner", out)
-    (line,) = [line for line in lines if f"| {first.cell_id} |" in line]
-    assert "| queued |" in line  # to be set aside and rerun when its turn comes
-
-
-def test_status_estimates_the_cells_not_started(tmp_path):
-    lines = status_lines("meb-corner", str(tmp_path))
-    rows = [line for line in lines if "| queued |" in line]
-    assert len(rows) == 3 and all("| ≈ " in row for row in rows)
-    hours = [float(row.split("| ≈ ")[1].split(" |")[0]) for row in rows]
-    assert hours[2] > hours[0] > 0  # MZAttn-Full's steps cost more than Standard's
-    assert "more estimated for the cells not started" in lines[-1]
 
 
 def test_every_campaign_names_existing_rows_and_columns():
@@ -73,18 +52,6 @@ def test_paper_protocol_lists_the_issues_cells_then_mamba_and_egnn():
         *(("table3", row, "d=32") for row in ("HyperNet (r=8)", "HyperNet (r=64, full key-rank)",
                                              "Perceiver", "LA-ST (Linear Attn.)")),
         *(("table1", "EGNN", f"L={L}") for L in (4, 8, 16))]  # decided claims, then the twins
-
-
-def test_status_counts_a_twin_of_a_cell_above_as_free(tmp_path, monkeypatch):
-    monkeypatch.setitem(CAMPAIGNS, "twins", (
-        Entry("table7", ("EGNN",), ("Quadratic TDOF L=4",)),
-        Entry("table1", ("EGNN",), ("L=8", "L=4"))))
-    lines = status_lines("twins", str(tmp_path), profile="smoke")
-    rows = {line.split(" | ")[1]: line for line in lines if line.startswith("| table")}
-    assert "| twin of table7/EGNN__Quadratic_TDOF_L_4__s0 | 0/1 | — | 0.00 |" \
-        in rows["EGNN__L_4__s0"]  # the Table 7 cell above trains its run
-    assert "| queued |" in rows["EGNN__Quadratic_TDOF_L_4__s0"]
-    assert "| queued |" in rows["EGNN__L_8__s0"] and "| ≈ " in rows["EGNN__L_8__s0"]
 
 
 def test_table7_invariant_runs_the_claim_that_paper_protocol_leaves_undecided():
@@ -146,7 +113,8 @@ def test_readings_runs_the_claims_under_the_readings_the_paper_fixes():
     columns = {(c.table, c.column.label) for c in cells}
     assert columns == {("table6", "Max [per-dim-sum]"), ("table6", "RotMatch [unaligned-sum]"),
                        ("table29", "Max [per-dim-sum]"), ("table2", "F [unaligned-sum]"),
-                       ("table2", "A"), ("table2", "G"), ("table6", "MST"), ("table29", "Sum")}
+                       ("table2", "A"), ("table2", "G"), ("table6", "MST"), ("table29", "Sum"),
+                       ("table29", "Median"), ("table29", "Range")}
     assert all("[" not in c.column.label or "per-dim-sum" in c.cell_id
                or "unaligned-sum" in c.cell_id for c in cells)  # the id names the reading
     table6 = load_spec("table6")
@@ -158,12 +126,14 @@ def test_readings_runs_the_claims_under_the_readings_the_paper_fixes():
     table2 = load_spec("table2")
     assert table2.paper_label("HyperNet", "F [unaligned-sum]") == ("HyperNet", "F R2")
     # the reading columns are new cells; the columns kept for padded batching (Table 6's MST,
-    # Table 29's Sum) are, masked, paper-protocol's own, and padded, cells of their own
+    # Table 29's Sum, Median and Range) are, masked, paper-protocol's own, and padded, cells of
+    # their own
     protocol = {(c.table, c.cell_id) for c in campaign_cells("paper-protocol")}
     shared = protocol & {(c.table, c.cell_id) for c in cells}
-    assert shared == {(c.table, c.cell_id) for c in cells
-                      if (c.table, c.column.label) in {("table6", "MST"), ("table29", "Sum")}}
-    assert len(shared) == 8
+    kept = {("table6", "MST"), ("table29", "Sum"), ("table29", "Median"), ("table29", "Range")}
+    assert shared == {(c.table, c.cell_id) for c in cells if (c.table, c.column.label) in kept}
+    assert len(shared) == 16
+    assert [c.column.label for c in cells[-12:]] == ["MST"] * 4 + ["Median"] * 4 + ["Range"] * 4
     padded = campaign_cells("readings", batching="padded")
     assert not protocol & {(c.table, c.cell_id) for c in padded}
 
@@ -234,32 +204,6 @@ def test_a_campaign_that_ran_nothing_for_busy_cells_does_not_exit_0(tmp_path, mo
     assert cli(["one", "--out", str(tmp_path), "--profile", "smoke"]) == code
     assert ("another run holds their locks" in capsys.readouterr().err) == \
         ("busy" in statuses.values())
-
-
-def test_status_shows_a_parked_cell_with_the_epochs_of_its_park(tmp_path, monkeypatch):
-    import torch
-    from mzattn.repro.training.history import FIELDS, write_csv_atomic
-    from mzattn.repro.training.layout import checkpoint_dir, log_path, parked_dir
-    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
-    out, (cell,) = str(tmp_path), campaign_cells("one")
-    rows = [dict.fromkeys(FIELDS, 1.0) | {"epoch": epoch, "epoch_time_s": 30.0 * epoch}
-            for epoch in (1, 2)]
-    parked = tmp_path / parked_dir(out, cell) / "last.ckpt"
-    parked.parent.mkdir(parents=True)
-    torch.save({"callbacks": {"History": {"rows": rows}}}, parked)  # as History keeps them
-    cap = load_spec("table3").profile("full").max_epochs
-    hours = 45.0 * (cap - 2) / 3600
-
-    def line() -> str:
-        (found,) = [row for row in status_lines("one", out) if f"| {cell.cell_id} |" in row]
-        return found
-    assert f"| parked | 2/{cap} | 45.0 | {hours:.2f} |" in line()  # a fresh clone's
-
-    write_csv_atomic(rows[:1], log_path(out, cell))  # resumed: its own checkpoint and log
-    live = tmp_path / checkpoint_dir(out, cell) / "last.ckpt"
-    live.parent.mkdir(parents=True)
-    live.write_bytes(parked.read_bytes())
-    assert f"| queued | 1/{cap} | 30.0 |" in line()
 
 
 def test_several_campaigns_run_as_one_in_the_order_named(tmp_path, monkeypatch, capsys):

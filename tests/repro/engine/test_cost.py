@@ -158,3 +158,30 @@ def test_the_probe_times_the_step_not_the_load():
             process.kill()
             process.wait()
     assert loaded < 2 * idle
+
+
+def test_a_padded_cell_is_probed_on_padded_sets(monkeypatch):
+    # padded batching gives the model every set zero-padded to the batch's largest: more
+    # rows than the ragged sets, so a padded cell's probe pads its sets too
+    config = get_config("task_a", d=8)
+    x, batch = probe_batch(config)
+    x_pad, batch_pad = probe_batch(config, padded=True)
+    sizes, padded_sizes = torch.bincount(batch), torch.bincount(batch_pad)
+    assert (padded_sizes == sizes.max()).all() and sizes.min() < sizes.max()
+    starts = torch.cat([sizes.new_zeros(1), padded_sizes.cumsum(0)[:-1]])
+    rows = torch.cat([start + torch.arange(n) for start, n in zip(starts, sizes, strict=True)])
+    assert torch.equal(x_pad[rows], x)  # the sets themselves, in order
+    assert x_pad.abs().sum() == x.abs().sum()  # the rest is zeros
+    cell = grid(load_spec("table29"), "smoke", ["Deep Sets"], batching="padded")[0]
+    probed = []
+    original = cost_module.probe_batch
+
+    def recording(config, *args, **kwargs):
+        probed.append(kwargs.get("padded"))
+        return original(config, *args, **kwargs)
+    monkeypatch.setattr(cost_module, "probe_batch", recording)
+    monkeypatch.setattr(cost_module, "_STEPS", {})
+    for batching in ("padded", "masked"):  # probed and cached apart
+        CellRun(dataclasses.replace(cell, batching=batching), "smoke", "unused",
+                RunOptions()).cost()
+    assert probed == [True, False]

@@ -1,0 +1,216 @@
+r"""The progress of a list of cells and the time they have left
+(:obj:`mzattn-repro campaign NAME --status`).
+
+Each cell gets a state, its epochs, its epoch time and the hours of one core
+left at its epoch cap (an upper bound: early stopping ends most runs
+sooner). A cell that has epochs is timed on its last ones. A cell not
+started is timed, in this order of trust:
+
+1. on the epochs that its run under another seed logged (the same table,
+   row, column and batching, in the same list): the same model on the same
+   split sizes, on this machine, validation and the optimiser included;
+2. else by one training step on one thread
+   (:func:`~mzattn.repro.engine.cost.training_cost`, marked :obj:`≈`),
+   which leaves out validation, the optimiser, Lightning and the share of
+   a core the run gets, and so runs below the epochs. Where a cell has both
+   estimates, the ratio of the first to the second is measured; the last
+   line gives its median, the factor by which to read the probed hours.
+"""
+import csv
+import io
+import os.path as osp
+import statistics
+from dataclasses import dataclass
+
+from mzattn.repro.core.registry import load_spec
+from mzattn.repro.training.cells import RunOptions, cell_config, peek_record
+from mzattn.repro.training.layout import (
+    Cell,
+    cell_path,
+    checkpoint_dir,
+    lock_path,
+    log_path,
+    parked_dir,
+)
+from mzattn.repro.training.parking import checkpoint_history, parked_history
+from mzattn.repro.training.twins import find_twin, run_of
+
+from .launch import CellRun
+from .parks_branch import HeldParks
+
+HEADER = ["| table | cell | state | epochs | s/epoch | left at cap (h) | convergence |",
+          "| --- | --- | --- | --- | --- | --- | --- |"]
+
+
+@dataclass
+class CellProgress:
+    r"""Where one cell stands: :obj:`epoch_s` is its mean epoch time over
+    its last five epochs (:obj:`None` without epochs), :obj:`left_h` the
+    hours left at the cap measured on them (0 for a cell done or taken by
+    a twin, :obj:`None` for one not started), :obj:`epoch_times` all its
+    logged epoch times."""
+    cell: Cell
+    state: str
+    epochs: int
+    cap: int
+    epoch_s: float | None
+    left_h: float | None
+    convergence: str
+    epoch_times: list[float]
+
+
+@dataclass
+class Estimate:
+    r"""The hours left at the cap of a cell not started: :obj:`from_seeds`
+    on :obj:`epoch_s`, the median epoch of the seeds :obj:`seeds` of its
+    run (:obj:`None` when none has logged an epoch), and :obj:`probed` from
+    one timed training step (:obj:`None` where the step cannot be timed
+    without the data: a real dataset)."""
+    from_seeds: float | None
+    seeds: tuple[int, ...]
+    epoch_s: float | None
+    probed: float | None
+
+
+def status_lines(cells: list[Cell], out: str, profile: str,
+                 options: RunOptions | None = None) -> list[str]:
+    r"""One Markdown table row per cell of :obj:`cells` (state, epochs,
+    epoch time, hours left at the cap, convergence), then the totals: the
+    hours measured on the cells' epochs, those estimated from other seeds'
+    epochs, and those probed (:obj:`options` as the run's, e.g. with stored
+    activations), with the measured ratio of the last two. A cell with the
+    run of a cell above it in another table
+    (:mod:`~mzattn.repro.training.twins`) costs nothing: it takes that
+    cell's record. A cell whose only checkpoint is parked
+    (:mod:`~mzattn.repro.training.parking`, a fresh clone), in the work tree
+    or on the parks branch (:mod:`.parks_branch`, read, not restored), is
+    :obj:`parked`, its epochs those its park keeps."""
+    held = HeldParks.of(out)  # listed once
+    firsts: dict[tuple[str, str], Cell] = {}  # the first cell of the list with each run
+    cells_progress = [_progress(out, cell, profile, held, firsts) for cell in cells]
+    lines, totals, ratios = list(HEADER), [0.0, 0.0, 0.0], []
+    for progress in cells_progress:
+        estimate = None
+        if progress.left_h is None:
+            estimate = _estimate(progress, cells_progress, out, profile, options)
+            totals[1] += estimate.from_seeds or 0.0
+            totals[2] += 0.0 if estimate.from_seeds is not None else estimate.probed or 0.0
+            if estimate.from_seeds is not None and estimate.probed:
+                ratios.append(estimate.from_seeds / estimate.probed)
+        totals[0] += progress.left_h or 0.0
+        lines.append(_row(progress, estimate))
+    lines.append("\n" + _totals_line(*totals, ratios))
+    return lines
+
+
+def _progress(out: str, cell: Cell, profile: str, held: HeldParks,
+              firsts: dict[tuple[str, str], Cell]) -> CellProgress:
+    from mzattn.repro.report.convergence import convergence
+    record, rows = peek_record(cell_path(out, cell)), _history(out, cell)
+    parked = None if (record or {}).get("status") == "ok" or osp.exists(
+        osp.join(checkpoint_dir(out, cell), "last.ckpt")) else _parked_rows(out, cell, held)
+    rows = rows or parked or []  # a fresh clone's
+    spec = load_spec(cell.table)
+    cap = spec.profile(profile).max_epochs
+    times = [float(row["epoch_time_s"]) for row in rows]
+    epoch_s = sum(times[-5:]) / len(times[-5:]) if times else None
+    config, metric = cell_config(spec, cell, profile), spec.metric_of(cell.column.label)
+    twin = _finished_twin(out, config, metric) if record is None else None
+    first = firsts.setdefault((run_of(config), metric), cell)
+    if record is not None and record.get("status") == "ok":
+        state, left, conv = "done", 0.0, convergence(record).reason
+    elif twin is not None:  # takes its twin's record when it runs
+        state, left, conv = f"twin {twin} done", 0.0, ""
+    elif first.table != cell.table and not _failed(out, first):  # the run of a cell above
+        state, left, conv = f"twin of {first.table}/{first.cell_id}", 0.0, ""
+    else:
+        state = "running" if _held(out, cell) else (
+            "failed" if record is not None else "parked" if parked is not None else "queued")
+        left = None if epoch_s is None else epoch_s * (cap - len(rows)) / 3600
+        conv = ""
+    return CellProgress(cell, state, len(rows), cap, epoch_s, left, conv, times)
+
+
+def _estimate(progress: CellProgress, others: list[CellProgress], out: str, profile: str,
+              options: RunOptions | None) -> Estimate:
+    cell = progress.cell
+    seeds = [other for other in others
+             if other.epoch_times and other.cell.seed != cell.seed and _same_run(other.cell, cell)]
+    epoch_s = statistics.median(statistics.median(other.epoch_times) for other in seeds) \
+        if seeds else None
+    probed = CellRun(cell, profile, out, options or RunOptions()).cost()
+    return Estimate(from_seeds=None if epoch_s is None else epoch_s * progress.cap / 3600,
+                    seeds=tuple(other.cell.seed for other in seeds), epoch_s=epoch_s,
+                    probed=None if probed is None else probed / 3600)
+
+
+def _same_run(a: Cell, b: Cell) -> bool:
+    # the same model on the same task, split sizes and batching: another seed of one cell
+    return (a.table, a.row.label, a.column.label, a.batching) == \
+        (b.table, b.row.label, b.column.label, b.batching)
+
+
+def _row(progress: CellProgress, estimate: Estimate | None) -> str:
+    cell, epoch_s, left = progress.cell, progress.epoch_s, progress.left_h
+    shown = "—" if left is None else f"{left:.2f}"
+    if estimate is not None and estimate.from_seeds is not None:
+        seeds = ", ".join(f"s{seed}" for seed in estimate.seeds)
+        epoch_s, shown = estimate.epoch_s, f"{estimate.from_seeds:.2f} (as {seeds})"
+    elif estimate is not None and estimate.probed is not None:
+        shown = f"≈ {estimate.probed:.2f}"
+    return (f"| {cell.table} | {cell.cell_id} | {progress.state} | "
+            f"{progress.epochs}/{progress.cap} | {'—' if epoch_s is None else f'{epoch_s:.1f}'} "
+            f"| {shown} | {progress.convergence} |")
+
+
+def _totals_line(measured: float, from_seeds: float, probed: float, ratios: list[float]) -> str:
+    line = (f"Time left at the cap: {measured:.1f} h of one core measured on the cells' last "
+            f"epochs, {from_seeds:.1f} h for the cells not started from the epochs of their "
+            f"other seeds (the median epoch of each), ≈ {probed:.1f} h more estimated for the "
+            "others (the CPU time of one training step on one thread, scaled; validation not "
+            "counted)")
+    if not ratios:
+        return line + "."
+    factor = statistics.median(ratios)
+    return (line + f": the cells that have both estimates ran at {factor:.1f}× the probe "
+            f"(median of {len(ratios)}), which would make these ≈ {factor * probed:.1f} h.")
+
+
+def _history(out: str, cell: Cell) -> list[dict[str, str]]:
+    path = log_path(out, cell)
+    if not osp.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _parked_rows(out: str, cell: Cell, held: HeldParks | None) -> list[dict] | None:
+    # the learning curve of the cell's park, in the work tree or else on the parks branch (a
+    # fresh clone's, read, not restored); None when it has none
+    if osp.exists(osp.join(parked_dir(out, cell), "last.ckpt")):
+        return parked_history(out, cell)
+    data = None if held is None else held.park(out, cell).get("last.ckpt")
+    return None if data is None else checkpoint_history(io.BytesIO(data))
+
+
+def _held(out: str, cell: Cell) -> bool:
+    from filelock import FileLock, Timeout
+    path = lock_path(out, cell)
+    if not osp.exists(path):
+        return False
+    try:
+        with FileLock(path, timeout=0):
+            return False
+    except Timeout:
+        return True
+
+
+def _failed(out: str, cell: Cell) -> bool:
+    record = peek_record(cell_path(out, cell))
+    return record is not None and record.get("status") != "ok"
+
+
+def _finished_twin(out: str, config: dict, metric: str) -> str | None:
+    # the file of the finished twin whose record the cell will take (twins.py), if any
+    twin = find_twin(out, config, metric, peek_record)
+    return None if twin is None else osp.relpath(twin[0], out)
