@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 from mzattn.repro.campaign import CAMPAIGNS, Entry, campaign_cells, cli
-from mzattn.repro.engine.status import status_lines
 from mzattn.repro.engine.commit import ResultsRepository
 from mzattn.repro.engine.launch import CellRun
 from mzattn.repro.engine.parks_branch import PARKS_BRANCH, restore_parks
+from mzattn.repro.engine.status import status_lines
 from mzattn.repro.report.summary import README_END, begin_marker
 from mzattn.repro.training.cells import RECORD_VERSION
 from mzattn.repro.training.layout import cell_path, checkpoint_dir, parked_dir
@@ -205,8 +205,8 @@ def test_a_fresh_clone_resumes_from_the_parks_branch(repo, tmp_path_factory, mon
     monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
     monkeypatch.setattr(CellRun, "cost", lambda self: None)
     assert campaign_cells("one", (0,), "smoke") == [first]
-    (line,) = [line for line in status_lines(campaign_cells("one", profile="smoke"), str(cloned), "smoke")
-               if first.cell_id in line]
+    lines = status_lines(campaign_cells("one", profile="smoke"), str(cloned), "smoke")
+    (line,) = [line for line in lines if first.cell_id in line]
     assert "| parked |" in line  # on the branch: read, not restored
     assert not Path(parked_dir(str(cloned), first)).exists()
     _record(Path(cell_path(str(cloned), second)), second, "ok")  # finished since
