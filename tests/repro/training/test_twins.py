@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-from mzattn.repro.campaign import _finished_twin
 from mzattn.repro.core.registry import load_spec
+from mzattn.repro.engine.status import _finished_twin
 from mzattn.repro.training.cells import cell_config, read_record, run_cell
 from mzattn.repro.training.layout import Cell, cell_path, checkpoint_dir, log_path, parked_dir
 from mzattn.repro.training.parking import park
