@@ -220,21 +220,23 @@ def _mixed(agg: Tensor, gates: Tensor, matrix_center: Tensor, matrix_generators:
     \mathrm{stack}_l[\gamma_l M_l \hat{\mathbf{c}}]` :obj:`[H, n, n_g, C]`
     for attention outputs :obj:`agg` :obj:`[n, H, 1 + n_g, C]` (centre
     first) and gates :obj:`[n, H, L]` (the operations of
-    :meth:`~mzlayers.Zonotope.mz_product_budgeted`), with what backward
-    reuses, all heads first: :math:`M_l \hat{\mathbf{c}}` and :math:`\gamma_l
-    M_l \hat{\mathbf{c}}` :obj:`[H, n, L, C]`, :math:`\hat{\mathbf{c}}`
-    :obj:`[H, n, C]` and :math:`\gamma` :obj:`[H, n, L, 1]` (not the copy
-    :math:`\hat G` :obj:`[H, n n_g, C]`: backward would hold it through the
-    tail's)."""
+    :meth:`~mzlayers.Zonotope.mz_product_budgeted`, the gates applied to
+    :math:`W_{\mathrm{mix}}`'s columns rather than to the rows
+    :math:`M_l \hat{\mathbf{c}}`), with what backward reuses, all heads
+    first: :math:`M_l \hat{\mathbf{c}}` :obj:`[H n, L, C]`, the gated
+    mixing :math:`W_{\mathrm{mix}} \mathrm{diag}(\gamma)` :obj:`[H n, n_g,
+    L]`, :math:`\hat{\mathbf{c}}` :obj:`[H, n, C]` and :math:`\gamma`
+    :obj:`[H, n, 1, L]` (not the copy :math:`\hat G` :obj:`[H, n n_g, C]`:
+    backward would hold it through the tail's)."""
     (n, H, _, C), G, L = agg.shape, mix.size(1), matrix_generators.size(1)
-    # heads first, each product one bmm over the heads (no einsum): [H, rows, *]
+    # heads first, each product one bmm over the heads, or over heads and rows (no einsum)
     c, A = agg[:, :, 0].transpose(0, 1), _heads_first(agg[:, :, 1:])
-    gamma = gates.transpose(0, 1).unsqueeze(-1)
-    mlc = torch.bmm(c, matrix_generators.flatten(1, 2).transpose(1, 2)).view(H, n, L, C)
-    gated = mlc * gamma
-    m = torch.bmm(A, matrix_center.transpose(1, 2))
-    m = m.view(H, n, G, C) + mix.unsqueeze(1) @ gated
-    return m, mlc, gated, c, gamma
+    gamma = gates.transpose(0, 1).contiguous().unsqueeze(2)  # so that gated_mix is too
+    mlc = torch.bmm(c, matrix_generators.flatten(1, 2).transpose(1, 2)).view(H * n, L, C)
+    gated_mix = (mix.unsqueeze(1) * gamma).view(H * n, G, L)
+    m = torch.bmm(A, matrix_center.transpose(1, 2)).view(H * n, G, C)
+    m = torch.baddbmm(m, gated_mix, mlc).view(H, n, G, C)
+    return m, mlc, gated_mix, c, gamma
 
 
 def _heads_first(x: Tensor) -> Tensor:
@@ -341,23 +343,25 @@ def _update_backward_rows(grad: Tensor, agg: Tensor, params: tuple[Tensor, ...],
     :obj:`[n, H, L]`, and the chunk's parts of the gradients of :math:`M_c,
     M_l, W_{\mathrm{mix}}, \mathbf{W}_O`."""
     Mc, Ml, mix, weight = params
-    mlc, gated, c, gamma = mixed  # heads first: [H, rows, *]
-    H, n, L, C = mlc.shape
-    G = mix.size(1)
+    mlc, gated_mix, c, gamma = mixed  # heads first: [H (n), *]
+    H, n, _, L = gamma.shape
+    G, C = mix.size(1), Mc.size(-1)
     grad = grad.flatten(0, -2)  # [n n_g, d]
     g_weight = grad.T @ flat
-    g_m = (grad @ weight).view(n, G, H, C).permute(2, 0, 1, 3).reshape(H, n * G, C)
-    g_A = torch.bmm(g_m, Mc)
-    g_mc = torch.bmm(g_m.transpose(1, 2), _heads_first(agg[:, :, 1:]))  # [H, C, C]
-    g_m = g_m.view(H, n, G, C)
-    g_mix = (g_m @ gated.transpose(2, 3)).sum(1)  # [H, n_g, L]
-    g_gated = mix.transpose(1, 2).unsqueeze(1) @ g_m  # [H, n, L, C]
-    g_mlc = (g_gated * gamma).view(H, n, L * C)
+    # heads first, [H, n, n_g, C] in memory: a batch of the heads, or of heads and rows
+    g_m = (grad @ weight).view(n, G, H, C).permute(2, 0, 1, 3).contiguous()
+    g_A = torch.bmm(g_m.view(H, n * G, C), Mc)
+    g_mc = torch.bmm(g_m.view(H, n * G, C).transpose(1, 2), _heads_first(agg[:, :, 1:]))
+    g_m = g_m.view(H * n, G, C)
+    g_gated_mix = torch.bmm(g_m, mlc.transpose(1, 2)).view(H, n, G, L)
+    g_mix = (g_gated_mix * gamma).sum(1)  # [H, n_g, L]
+    g_gates = (g_gated_mix * mix.unsqueeze(1)).sum(2).transpose(0, 1)  # [n, H, L]
+    g_mlc = torch.bmm(gated_mix.transpose(1, 2), g_m).view(H, n, L * C)
     g_ml = torch.bmm(g_mlc.transpose(1, 2), c).view(H, L, C, C)
     g_c = torch.bmm(g_mlc, Ml.flatten(1, 2))  # [H, n, C]
     g_agg = torch.cat([g_c.transpose(0, 1).unsqueeze(2),
                        g_A.view(H, n, G, C).transpose(0, 1)], dim=2, out=out)
-    return (g_agg, (g_gated * mlc).sum(-1).transpose(0, 1), (g_mc, g_ml, g_mix, g_weight))
+    return g_agg, g_gates, (g_mc, g_ml, g_mix, g_weight)
 
 
 def _backward_rows(grad: Tensor, rows: slice, agg: Tensor, gates: Tensor,
