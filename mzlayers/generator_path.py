@@ -350,8 +350,9 @@ def _update_backward_rows(grad: Tensor, agg: Tensor, params: tuple[Tensor, ...],
     g_weight = grad.T @ flat
     # heads first, [H, n, n_g, C] in memory: a batch of the heads, or of heads and rows
     g_m = (grad @ weight).view(n, G, H, C).permute(2, 0, 1, 3).contiguous()
-    g_A = torch.bmm(g_m.view(H, n * G, C), Mc)
-    g_mc = torch.bmm(g_m.view(H, n * G, C).transpose(1, 2), _heads_first(agg[:, :, 1:]))
+    g_heads = g_m.view(H, n * G, C)
+    g_A = torch.bmm(g_heads, Mc)
+    g_mc = torch.bmm(g_heads.transpose(1, 2), _heads_first(agg[:, :, 1:]))  # [H, C, C]
     g_m = g_m.view(H * n, G, C)
     g_gated_mix = torch.bmm(g_m, mlc.transpose(1, 2)).view(H, n, G, L)
     g_mix = (g_gated_mix * gamma).sum(1)  # [H, n_g, L]

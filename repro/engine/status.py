@@ -20,6 +20,7 @@ import csv
 import io
 import os.path as osp
 import statistics
+from collections import defaultdict
 from dataclasses import dataclass
 
 from mzattn.repro.core.registry import load_spec
@@ -88,11 +89,17 @@ def status_lines(cells: list[Cell], out: str, profile: str,
     held = HeldParks.of(out)  # listed once
     firsts: dict[tuple[str, str], Cell] = {}  # the first cell of the list with each run
     cells_progress = [_progress(out, cell, profile, held, firsts) for cell in cells]
+    logged: dict[tuple, list[tuple[int, float]]] = defaultdict(list)  # run -> (seed, median)
+    for progress in cells_progress:
+        if progress.epoch_times:
+            logged[_seedless(progress.cell)].append(
+                (progress.cell.seed, statistics.median(progress.epoch_times)))
     lines, totals, ratios = list(HEADER), [0.0, 0.0, 0.0], []
     for progress in cells_progress:
         estimate = None
         if progress.left_h is None:
-            estimate = _estimate(progress, cells_progress, out, profile, options)
+            estimate = _estimate(progress, logged[_seedless(progress.cell)], out, profile,
+                                 options)
             totals[1] += estimate.from_seeds or 0.0
             totals[2] += 0.0 if estimate.from_seeds is not None else estimate.probed or 0.0
             if estimate.from_seeds is not None and estimate.probed:
@@ -131,23 +138,21 @@ def _progress(out: str, cell: Cell, profile: str, held: HeldParks,
     return CellProgress(cell, state, len(rows), cap, epoch_s, left, conv, times)
 
 
-def _estimate(progress: CellProgress, others: list[CellProgress], out: str, profile: str,
+def _estimate(progress: CellProgress, logged: list[tuple[int, float]], out: str, profile: str,
               options: RunOptions | None) -> Estimate:
+    # `logged`: the (seed, median epoch) of the cell's run under the seeds that logged epochs
     cell = progress.cell
-    seeds = [other for other in others
-             if other.epoch_times and other.cell.seed != cell.seed and _same_run(other.cell, cell)]
-    epoch_s = statistics.median(statistics.median(other.epoch_times) for other in seeds) \
-        if seeds else None
+    seeds = [(seed, epoch_s) for seed, epoch_s in logged if seed != cell.seed]
+    epoch_s = statistics.median(epoch_s for _, epoch_s in seeds) if seeds else None
     probed = CellRun(cell, profile, out, options or RunOptions()).cost()
     return Estimate(from_seeds=None if epoch_s is None else epoch_s * progress.cap / 3600,
-                    seeds=tuple(other.cell.seed for other in seeds), epoch_s=epoch_s,
+                    seeds=tuple(seed for seed, _ in seeds), epoch_s=epoch_s,
                     probed=None if probed is None else probed / 3600)
 
 
-def _same_run(a: Cell, b: Cell) -> bool:
-    # the same model on the same task, split sizes and batching: another seed of one cell
-    return (a.table, a.row.label, a.column.label, a.batching) == \
-        (b.table, b.row.label, b.column.label, b.batching)
+def _seedless(cell: Cell) -> tuple[str, str, str, str]:
+    # the same model on the same task, split sizes and batching: one cell over its seeds
+    return cell.table, cell.row.label, cell.column.label, cell.batching
 
 
 def _row(progress: CellProgress, estimate: Estimate | None) -> str:

@@ -75,9 +75,12 @@ def record_of(path: str) -> str:
     r"""The record of the cell that a file or folder :obj:`path` of its
     table belongs to: :obj:`{table}/logs/{cell_id}.csv`,
     :obj:`{table}/parked/{cell_id}` or the like ->
-    :obj:`{table}/cells/{cell_id}.json`."""
-    stem = osp.splitext(osp.basename(path))[0]
-    return osp.join(osp.dirname(osp.dirname(path)), "cells", f"{stem}.json")
+    :obj:`{table}/cells/{cell_id}.json`.  Only a file's own suffix goes: a
+    cell id may hold a dot (:obj:`LA-ST_Linear_Attn.__d_8__s0`)."""
+    name = osp.basename(path)
+    stem, suffix = osp.splitext(name)
+    return osp.join(osp.dirname(osp.dirname(path)), "cells",
+                    f"{stem if suffix in ('.csv', '.json') else name}.json")
 
 
 def parked_dir(out: str, cell: Cell) -> str:
