@@ -64,7 +64,7 @@ def _opening(spec: TableSpec, args: argparse.Namespace) -> str:
             f"{profile.num_train}/{profile.num_val}/{profile.num_test} sets, at most "
             f"{profile.max_epochs} epochs, seed {', '.join(map(str, args.seeds))} (profile "
             f"{args.profile}; Table 3's quick profile takes ~40 min on a loaded 2-core CPU, "
-            f"this ~3 min). Results, report and figures go to "
+            f"this 1-3 min). Results, report and figures go to "
             f"{osp.join(args.out, spec.key)}/.")
 
 
