@@ -8,7 +8,10 @@ import torch
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 README = osp.join(ROOT, "README.md")
-MAX_LINES = 200
+MAX_PROSE_LINES = 155
+r"""Lines of the README outside its generated verdict table: the table has one row per claim,
+batching and reading, and a campaign adds rows as its cells finish and rebuilds it (with
+:obj:`--readme`), so its length is the results', not the prose's."""
 
 
 def _text(path: str = README) -> str:
@@ -26,7 +29,9 @@ def test_the_two_commands_come_first_and_the_readme_is_short():
     first_block = lines[lines.index("```bash") + 1:lines.index("```bash") + 3]
     assert lines.index("```bash") < 5
     assert [line.split()[:2] for line in first_block] == [["make", "demo"], ["make", "test"]]
-    assert len(lines) <= MAX_LINES
+    begin = next(i for i, line in enumerate(lines) if line.startswith("<!-- verdicts:begin"))
+    end = lines.index("<!-- verdicts:end -->")
+    assert len(lines) - (end + 1 - begin) <= MAX_PROSE_LINES
 
 
 @pytest.mark.parametrize("index", range(len(python_blocks(_text()))))

@@ -195,8 +195,9 @@ class Verdict:
     A claim's check returns :obj:`status` :obj:`"reproduced"`,
     :obj:`"not reproduced"`, :obj:`"partly run"` or :obj:`"not run"` with
     :obj:`detail`, the numbers it was decided on; when it failed, the
-    :obj:`cells` (:obj:`(row, column)`) behind the failing conditions
-    (:obj:`None`: every cell the check read); and, for a check built by
+    :obj:`cells` (:obj:`(row, column)`) of each failing condition, one
+    tuple per condition (:obj:`None`: every cell the check read, as one
+    condition); and, for a check built by
     :func:`~mzattn.repro.report.claims.verdict`, how many of its distinct conditions
     did not run, of how many (:obj:`not_run`).
     :func:`mzattn.repro.report.verdicts.decide` publishes it as :obj:`"reproduced"`,
@@ -206,10 +207,16 @@ class Verdict:
     :obj:`read`."""
     status: str
     detail: str
-    cells: tuple[tuple[str, str], ...] | None = None
+    cells: tuple[tuple[tuple[str, str], ...], ...] | None = None
     convergence: str = ""
     read: tuple[tuple[str, str], ...] = ()
     not_run: tuple[int, int] = (0, 0)
+
+    @property
+    def failing_cells(self) -> tuple[tuple[str, str], ...]:
+        r"""The cells of every failing condition, each once, in order
+        (none when the check names none)."""
+        return tuple(dict.fromkeys(cell for cells in self.cells or () for cell in cells))
 
 
 @dataclass(frozen=True)

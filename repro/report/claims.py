@@ -126,7 +126,7 @@ def verdict(*conditions: Condition) -> Verdict:
     failing = [c for c in conditions if c[0] is False]
     if failing:  # a cell that ran already fails the claim
         named = all(len(c) > 2 for c in failing)
-        cells = tuple(cell for c in failing for cell in c[2]) if named else None
+        cells = tuple(tuple(c[2]) for c in failing) if named else None
         return Verdict(NOT_REPRODUCED, details, cells, not_run=not_run)
     missing, total = not_run
     status = REPRODUCED if not missing else NOT_RUN if missing == total else PARTLY_RUN

@@ -79,7 +79,7 @@ def _claim_rows(spec: TableSpec, results: Results) -> list[dict[str, str]]:
         command += f" --batching {results.batching}"
     rows = []
     for text, result in verdicts(spec, results):
-        cells = (*(result.cells or ()), *result.read)  # the cells of failing conditions first
+        cells = (*result.failing_cells, *result.read)  # the cells of failing conditions first
         rows.append({"table": spec.key, "claim": text + named, "verdict": result.status,
                      "convergence": result.convergence,
                      "basis": basis(spec, results.batching, cells),

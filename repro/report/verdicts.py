@@ -9,8 +9,10 @@ for every seed, on a column whose target the paper defines or reads as the
 paper's own numbers imply.
 
 - **reproduced**: every condition holds, on cells that can decide;
-- **contradicted**: a condition fails, and the cells behind the failing
-  conditions can decide;
+- **contradicted**: a condition fails on cells that can decide. A check
+  holds only if all its conditions do, so one such failure decides it,
+  whatever its other conditions give: a failure on cells that cannot decide
+  leaves that condition open, as a condition whose cells have not run does;
 - **inconclusive**: the check passes or fails, but some cell behind it ran
   at a reduced budget, did not converge, or sits on a column whose target is
   a reading of a task the paper leaves open that the paper's own numbers do
@@ -92,8 +94,9 @@ def convergence_summary(results: Results, cells: Iterable[Cell]) -> str:
 def decide(results: Results, check: Verdict, read: set[Cell]) -> Verdict:
     r"""The published verdict of a claim whose check returned :obj:`check`
     after reading the cells :obj:`read` (:meth:`Results.tracking`): a pass
-    rests on every cell read, a failure on the cells of its failing
-    conditions."""
+    rests on every cell read, a failure on the cells of any one failing
+    condition (:obj:`check.cells`, one tuple per condition) that can all
+    decide."""
     summary, (missing, total) = convergence_summary(results, read), check.not_run
     if summary and missing:  # a check decided, or waiting, while some of it has not run
         summary += f"; {missing} of {total} conditions not run"
@@ -103,12 +106,20 @@ def decide(results: Results, check: Verdict, read: set[Cell]) -> Verdict:
     if check.status not in (REPRODUCED, NOT_REPRODUCED, PARTLY_RUN):
         return check
     passed = check.status != NOT_REPRODUCED  # a partly run check holds on what ran
-    behind = read if passed or check.cells is None else check.cells
-    reasons = [PARTLY_RUN_REASON] * (check.status == PARTLY_RUN) + \
-        _readings(results, behind) + _unsettled(results, behind)[0]
-    if not reasons:
-        return replace(check, status=REPRODUCED if passed else CONTRADICTED)
-    return _inconclusive(check, reasons)
+    groups = (read,) if passed or check.cells is None else check.cells
+    deciding = [] if passed else [cells for cells in groups if not _reasons(results, cells)]
+    if deciding:  # one failing condition decides
+        return replace(check, status=CONTRADICTED,
+                       detail=_decided_on(results, check.detail, groups, deciding))
+    behind = read if passed or check.cells is None else check.failing_cells
+    reasons = [PARTLY_RUN_REASON] * (check.status == PARTLY_RUN) + _reasons(results, behind)
+    return replace(check, status=REPRODUCED) if not reasons else _inconclusive(check, reasons)
+
+
+def _reasons(results: Results, cells: Iterable[Cell]) -> list[str]:
+    # Why the cells cannot decide: their columns' readings, then their runs; [] if they can.
+    cells = list(cells)
+    return _readings(results, cells) + _unsettled(results, cells)[0]
 
 
 def decide_study(check: Verdict, profiles: list[str], why: str | None = None) -> Verdict:
@@ -126,10 +137,26 @@ def decide_study(check: Verdict, profiles: list[str], why: str | None = None) ->
     return _inconclusive(check, [PARTLY_RUN_REASON] * (check.status == PARTLY_RUN) + [why])
 
 
+def _decided_on(results: Results, detail: str, groups: tuple, deciding: list) -> str:
+    # A contradiction's detail: where some failures cannot decide, the columns of those that do
+    # and why the others cannot.
+    if len(deciding) == len(groups):
+        return detail
+    columns = ", ".join(dict.fromkeys(column for cells in deciding for _, column in cells))
+    others = _reasons(results, (cell for cells in groups if cells not in deciding
+                                for cell in cells))
+    return f"{detail} — decided on {columns}; the other failures cannot decide: {_shown(others)}"
+
+
+def _shown(reasons: list[str]) -> str:
+    # The first four reasons, and how many more.
+    return "; ".join(reasons[:4]) + (f"; and {len(reasons) - 4} more" if len(reasons) > 4
+                                     else "")
+
+
 def _inconclusive(check: Verdict, reasons: list[str]) -> Verdict:
     # The check's outcome, and why the runs behind it cannot decide (the first four reasons).
-    shown = "; ".join(reasons[:4]) + (f"; and {len(reasons) - 4} more" if len(reasons) > 4
-                                       else "")
+    shown = _shown(reasons)
     outcome = {REPRODUCED: "the check passes", PARTLY_RUN: "the check holds on the cells that ran"
                }.get(check.status, "the check fails")
     detail = f"{check.detail} — {outcome}" if check.detail else outcome.capitalize()
