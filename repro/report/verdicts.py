@@ -111,7 +111,7 @@ def decide(results: Results, check: Verdict, read: set[Cell]) -> Verdict:
     if deciding:  # one failing condition decides
         return replace(check, status=CONTRADICTED,
                        detail=_decided_on(results, check.detail, groups, deciding))
-    behind = read if passed or check.cells is None else check.failing_cells
+    behind = [cell for cells in groups for cell in cells]
     reasons = [PARTLY_RUN_REASON] * (check.status == PARTLY_RUN) + _reasons(results, behind)
     return replace(check, status=REPRODUCED) if not reasons else _inconclusive(check, reasons)
 
@@ -156,8 +156,8 @@ def _shown(reasons: list[str]) -> str:
 
 def _inconclusive(check: Verdict, reasons: list[str]) -> Verdict:
     # The check's outcome, and why the runs behind it cannot decide (the first four reasons).
-    shown = _shown(reasons)
     outcome = {REPRODUCED: "the check passes", PARTLY_RUN: "the check holds on the cells that ran"
                }.get(check.status, "the check fails")
     detail = f"{check.detail} — {outcome}" if check.detail else outcome.capitalize()
-    return replace(check, status=INCONCLUSIVE, detail=f"{detail}, but cannot decide: {shown}")
+    return replace(check, status=INCONCLUSIVE,
+                   detail=f"{detail}, but cannot decide: {_shown(reasons)}")
