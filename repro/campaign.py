@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 from .core.faults import RunStopped
 from .core.registry import load_spec
+from .engine.backfill import backfill
 from .engine.commit import ResultsRepository
-from .engine.launch import launch
+from .engine.launch import first, launch
 from .engine.options import (
     LaunchOptions,
     add_batching_argument,
@@ -211,20 +212,25 @@ def subject(names: Names) -> str:
 def run_campaign(names: Names, out: str, seeds: tuple[int, ...] = (0,),
                  options: RunOptions | None = None, profile: str = PROFILE,
                  launch_options: LaunchOptions | None = None, commit: bool = False,
-                 readme: str | None = None, batching: Batchings = "masked") -> dict[str, str]:
+                 readme: str | None = None, batching: Batchings = "masked",
+                 time_limit: float | None = None) -> dict[str, str]:
     r"""Runs every cell of campaign :obj:`names` that is neither finished nor
     held by another process, as :obj:`launch_options` dispatch them,
     rebuilding a table's report after each of its cells. The cells start in
     the campaign's order (what decides the most per CPU hour first), not
-    the costliest first. With :obj:`commit`, every finished cell is
+    the costliest first; with a :obj:`time_limit` (seconds from now), those
+    that would not end by then let the next that would start first
+    (:mod:`.engine.backfill`). With :obj:`commit`, every finished cell is
     committed to the git repository that holds :obj:`out` as it finishes
     (:mod:`.engine.commit`), the ones an earlier run left uncommitted first, and
     with them README :obj:`readme`'s rebuilt verdict table. Returns how
     each cell ended, by :obj:`{table}/{cell_id}`
     (:class:`~mzattn.repro.engine.launch.CellRun`)."""
     after_cell = _committer(subject(names), ResultsRepository(out, readme)) if commit else None
-    return launch(campaign_cells(names, seeds, profile, batching), profile, out, options,
-                  launch_options, report_each_cell=True, keep_order=True, after_cell=after_cell)
+    cells = campaign_cells(names, seeds, profile, batching)
+    pick = first if time_limit is None else backfill(cells, out, profile, time_limit, options)
+    return launch(cells, profile, out, options, launch_options, report_each_cell=True,
+                  keep_order=True, after_cell=after_cell, pick=pick)
 
 
 def _committer(title: str, repository: ResultsRepository) -> Callable[[Cell, str], None]:
@@ -332,7 +338,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
 def cli(argv: list[str]) -> int:
     r""":obj:`mzattn-repro campaign NAME [NAME ...] [--out DIR] [--seeds 0,1,2]
     [--jobs N | --launcher slurm] [--status | --park | --park-after DURATION]
-    [--commit [--readme README.md]]`."""
+    [--time-limit DURATION] [--commit [--readme README.md]]`."""
     parser = argparse.ArgumentParser(prog="mzattn-repro campaign",
                                      description="run a named campaign of cells to completion")
     parser.add_argument("names", nargs="+", choices=sorted(CAMPAIGNS), metavar="NAME",
@@ -358,6 +364,11 @@ def cli(argv: list[str]) -> int:
                         help="while running, park (and with --commit commit) the cells not "
                              "finished once, this long after the start, e.g. 2h45m, then go "
                              "on: before a session or a job's time limit ends the run")
+    parser.add_argument("--time-limit", type=parse_duration, default=None, metavar="DURATION",
+                        help="the run is stopped this long after it starts (a session's or a "
+                             "job's end), e.g. 2h55m: a cell that would not end by then at its "
+                             "epoch cap lets the next that would start first (backfill); when "
+                             "none would, the next in order starts")
     parser.add_argument("--commit", action="store_true",
                         help="commit each finished cell, with its log and the rebuilt reports, "
                              "to the git repository that holds --out")
@@ -381,6 +392,9 @@ def cli(argv: list[str]) -> int:
             parser.error(str(error))
     if args.park and args.park_after is not None:
         parser.error("--park-after goes with a run, not with --park")
+    if args.time_limit is not None and (args.park or args.launcher == "slurm"):
+        parser.error("--time-limit goes with a local run (SLURM schedules an array's cells "
+                     "by their --slurm-time)")
     if args.park:
         return _park_cli(args)
     try:
@@ -390,7 +404,7 @@ def cli(argv: list[str]) -> int:
                                     profile=args.profile,
                                     launch_options=launch_options_from_args(args),
                                     commit=args.commit, readme=args.readme,
-                                    batching=args.batching)
+                                    batching=args.batching, time_limit=args.time_limit)
     except RunStopped as stop:  # SIGTERM / SIGINT or a full disk: finished cells are kept
         print(f"[mzattn-repro] {subject(args.names)}: {stop}", file=sys.stderr, flush=True)
         return stop.exit_status

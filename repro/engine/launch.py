@@ -50,7 +50,7 @@ from .cost import by_cost
 from .options import LAUNCHERS, LaunchOptions
 from .parks_branch import PARKS_BRANCH, restore_parks
 from .pool import WorkerPool, pin
-from .runs import CellName, Progress, Run, cell_key, say
+from .runs import CellName, Pick, Progress, Run, cell_key, say
 
 TIMING_KEYS = ("wall_time_s", "finished_at", "epoch_time_s")
 r"""Record fields that differ between two runs of the same cell."""
@@ -251,10 +251,19 @@ def _exit_reason(code: int) -> str:
     return f"its worker process exited with status {code}"
 
 
-def run_in_process(runs: Sequence[Run], on_done: Callable[[Any, str], None]) -> None:
-    r"""Runs :obj:`runs` one after another in this process."""
-    progress = Progress("cells", [run.cell for run in runs])
-    for run in runs:
+def first(queue: Sequence[Run]) -> int:
+    r"""The run that starts next: the first queued."""
+    return 0
+
+
+def run_in_process(runs: Sequence[Run], on_done: Callable[[Any, str], None],
+                   pick: Pick = first) -> None:
+    r"""Runs :obj:`runs` one after another in this process, the queued run
+    that :obj:`pick` chooses next."""
+    queue = list(runs)
+    progress = Progress("cells", [run.cell for run in queue])
+    while queue:
+        run = queue.pop(pick(queue))
         progress.set(run.cell, "running")
         status = run()
         progress.end(run.cell, status)
@@ -262,11 +271,13 @@ def run_in_process(runs: Sequence[Run], on_done: Callable[[Any, str], None]) -> 
 
 
 def run_in_processes(runs: Sequence[Run], slots: Sequence[str | None],
-                     on_done: Callable[[Any, str], None], threads: int | None = None) -> None:
+                     on_done: Callable[[Any, str], None], threads: int | None = None,
+                     pick: Pick = first) -> None:
     r"""Runs :obj:`runs` on a :class:`~mzattn.repro.engine.pool.WorkerPool`: one
     long-lived worker process per slot, pinned to the slot's GPU (if any)
     and to :obj:`threads` torch threads, which imports the harness once and
-    runs one cell after another. A worker that dies (killed, out of
+    runs one cell after another, the queued run that :obj:`pick` chooses
+    next. A worker that dies (killed, out of
     memory) fails its cell only (:meth:`Run.fail`) and its slot gets a
     fresh worker. SIGTERM or SIGINT here is passed on to every worker,
     which stops its cell as a table run does
@@ -283,7 +294,7 @@ def run_in_processes(runs: Sequence[Run], slots: Sequence[str | None],
             pool.start(len(queue))  # the workers warm up together
             while queue or pool.running():
                 for slot in pool.idle()[:len(queue)]:
-                    run = replace(queue.pop(0), gpu=pool.slots[slot])
+                    run = replace(queue.pop(pick(queue)), gpu=pool.slots[slot])
                     pool.submit(slot, run)
                     progress.set(run.cell, "running")
                 for ended in pool.wait():
@@ -307,7 +318,8 @@ def in_process(launch_options: LaunchOptions, options: RunOptions) -> bool:
 def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | None = None,
            launch_options: LaunchOptions | None = None, *,
            report_each_cell: bool = False, keep_order: bool = False,
-           after_cell: Callable[[Cell, str], None] | None = None) -> dict[str, str]:
+           after_cell: Callable[[Cell, str], None] | None = None,
+           pick: Pick = first) -> dict[str, str]:
     r"""Runs :obj:`cells` as :obj:`launch_options` says (:func:`dispatch`;
     in their order if :obj:`keep_order`), rebuilds the report of each table
     once its last cell has ended (after each of its cells if
@@ -315,7 +327,9 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
     that, and returns every cell's status by :func:`cell_key`
     (:class:`CellRun`). With :obj:`options.seeds_together` the unfinished
     seeds of each cell run as one :class:`GroupRun` (one worker, one SLURM
-    array task), and each seed is reported on its own."""
+    array task), and each seed is reported on its own. Locally, a slot
+    that frees starts the queued run that :obj:`pick` chooses
+    (:mod:`.backfill`)."""
     options = options or RunOptions()
     launch_options = launch_options or LaunchOptions()
     for cell in restore_parks(out, cells):  # a fresh clone's, from the parks branch
@@ -346,7 +360,7 @@ def launch(cells: Sequence[Cell], profile: str, out: str, options: RunOptions | 
         for member in group.members():
             on_done(member.cell, group.member_status(member, status))
 
-    dispatch(runs, options, launch_options, on_run_done, keep_order=keep_order)
+    dispatch(runs, options, launch_options, on_run_done, keep_order=keep_order, pick=pick)
     return statuses
 
 
@@ -359,7 +373,8 @@ def _seed_groups(cells: Sequence[Cell], profile: str, out: str,
 
 
 def dispatch(runs: Sequence[Run], options: RunOptions, launch_options: LaunchOptions,
-             on_done: Callable[[Any, str], None], *, keep_order: bool = False) -> None:
+             on_done: Callable[[Any, str], None], *, keep_order: bool = False,
+             pick: Pick = first) -> None:
     r"""Runs :obj:`runs` (:class:`Run`: table cells, analysis trainings)
     as :obj:`launch_options` says, on the devices of :obj:`options`, and
     calls :obj:`on_done(run.cell, status)` as each ends; those that
@@ -367,7 +382,9 @@ def dispatch(runs: Sequence[Run], options: RunOptions, launch_options: LaunchOpt
     starts the costliest runs first (:func:`~mzattn.repro.engine.cost.by_cost`)
     unless :obj:`keep_order` (a campaign's priorities), and so does a SLURM
     job array that holds more runs than its :obj:`--slurm-array-parallelism`
-    (SLURM starts the waiting tasks of an array in index order)."""
+    (SLURM starts the waiting tasks of an array in index order). Locally,
+    a slot that frees starts the queued run that :obj:`pick` chooses (the
+    first by default); SLURM's own scheduler chooses for an array."""
     runs = _unfinished(runs, on_done)
     if launch_options.launcher == "slurm":
         try:
@@ -384,14 +401,16 @@ def dispatch(runs: Sequence[Run], options: RunOptions, launch_options: LaunchOpt
         raise ValueError(f"unknown launcher {launch_options.launcher!r}; "
                          f"choose from {', '.join(LAUNCHERS)}")
     if in_process(launch_options, options):
-        run_in_process([replace(run, threads=launch_options.threads) for run in runs], on_done)
+        run_in_process([replace(run, threads=launch_options.threads) for run in runs], on_done,
+                       pick)
         return
     gpus = _visible_gpus(options)
     jobs = launch_options.jobs or max(1, gpus * launch_options.cells_per_gpu)
     threads = launch_options.threads or default_threads(jobs)
     slots = gpu_slots(jobs, launch_options.cells_per_gpu, visible_devices(gpus))
     runs = _costliest_first(runs, jobs, keep_order)
-    run_in_processes([replace(run, threads=threads) for run in runs], slots, on_done, threads)
+    run_in_processes([replace(run, threads=threads) for run in runs], slots, on_done, threads,
+                     pick)
 
 
 def _costliest_first(runs: list[Run], at_once: int, keep_order: bool) -> list[Run]:

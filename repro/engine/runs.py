@@ -3,7 +3,7 @@ the :class:`Run` protocol that every launcher takes (in process, the worker
 pool, SLURM through :mod:`.slurm`), the :class:`CellName` of a run that is
 not a table's cell, and the :class:`Progress` lines of a sweep."""
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -50,6 +50,12 @@ class Run(Protocol):
     def cost(self) -> float | None:
         r"""Its estimated cost (:mod:`~mzattn.repro.engine.cost`), :obj:`None`
         when unknown: :obj:`--jobs N` starts the costliest first."""
+
+
+Pick = Callable[[Sequence[Run]], int]
+r"""Which of the queued runs starts next, by its index in the queue
+(:func:`~mzattn.repro.engine.launch.first`,
+:func:`~mzattn.repro.engine.backfill.backfill`)."""
 
 
 class Progress:

@@ -38,6 +38,7 @@ from mzattn.repro.training.twins import find_twin, run_of
 
 from .launch import CellRun
 from .parks_branch import HeldParks
+from .runs import cell_key
 
 HEADER = ["| table | cell | state | epochs | s/epoch | left at cap (h) | convergence |",
           "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -73,33 +74,69 @@ class Estimate:
     probed: float | None
 
 
-def status_lines(cells: list[Cell], out: str, profile: str,
-                 options: RunOptions | None = None) -> list[str]:
-    r"""One Markdown table row per cell of :obj:`cells` (state, epochs,
-    epoch time, hours left at the cap, convergence), then the totals: the
-    hours measured on the cells' epochs, those estimated from other seeds'
-    epochs, and those probed (:obj:`options` as the run's, e.g. with stored
-    activations), with the measured ratio of the last two. A cell with the
-    run of a cell above it in another table
-    (:mod:`~mzattn.repro.training.twins`) costs nothing: it takes that
+class Plan:
+    r"""Where each of :obj:`cells` stands (:class:`CellProgress`, read once,
+    as the list stood then) and the hours it has left at its cap
+    (:meth:`hours_left`): measured on its own epochs, else on those its run
+    logged under its other seeds in the list, else probed
+    (:obj:`options` as the run's, e.g. with stored activations), each probe
+    when first asked for. A cell with the run of a cell above it in another
+    table (:mod:`~mzattn.repro.training.twins`) costs nothing: it takes that
     cell's record. A cell whose only checkpoint is parked
     (:mod:`~mzattn.repro.training.parking`, a fresh clone), in the work tree
     or on the parks branch (:mod:`.parks_branch`, read, not restored), is
     :obj:`parked`, its epochs those its park keeps."""
-    held = HeldParks.of(out)  # listed once
-    firsts: dict[tuple[str, str], Cell] = {}  # the first cell of the list with each run
-    cells_progress = [_progress(out, cell, profile, held, firsts) for cell in cells]
-    logged: dict[tuple, list[tuple[int, float]]] = defaultdict(list)  # run -> (seed, median)
-    for progress in cells_progress:
-        if progress.epoch_times:
-            logged[_seedless(progress.cell)].append(
-                (progress.cell.seed, statistics.median(progress.epoch_times)))
+
+    def __init__(self, cells: list[Cell], out: str, profile: str,
+                 options: RunOptions | None = None) -> None:
+        held = HeldParks.of(out)  # listed once
+        firsts: dict[tuple[str, str], Cell] = {}  # the first cell of the list with each run
+        self.cells = [_progress(out, cell, profile, held, firsts) for cell in cells]
+        self._by_key = {cell_key(progress.cell): progress for progress in self.cells}
+        self._logged: dict[tuple, list[tuple[int, float]]] = defaultdict(list)  # seed, median
+        for progress in self.cells:
+            if progress.epoch_times:
+                self._logged[_seedless(progress.cell)].append(
+                    (progress.cell.seed, statistics.median(progress.epoch_times)))
+        self.out, self.profile, self.options = out, profile, options
+
+    def progress(self, cell: Cell) -> CellProgress:
+        r"""Where :obj:`cell`, one of the plan's, stands."""
+        return self._by_key[cell_key(cell)]
+
+    def estimate(self, progress: CellProgress) -> Estimate | None:
+        r"""The estimate of a cell not started (:obj:`progress.left_h` is
+        :obj:`None`), else :obj:`None`."""
+        if progress.left_h is not None:
+            return None
+        return _estimate(progress, self._logged[_seedless(progress.cell)], self.out,
+                         self.profile, self.options)
+
+    def hours_left(self, cell: Cell) -> float | None:
+        r"""The hours of one core :obj:`cell` has left at its cap, on the
+        best of its estimates (probed only when it has no other);
+        :obj:`None` when it has none (a real dataset's cell not started)."""
+        progress = self.progress(cell)
+        if progress.left_h is not None:
+            return progress.left_h
+        logged = self._logged[_seedless(cell)]
+        seeds = _estimate(progress, logged, self.out, self.profile, self.options, probe=False)
+        return seeds.from_seeds if seeds.from_seeds is not None else \
+            self.estimate(progress).probed
+
+
+def status_lines(cells: list[Cell], out: str, profile: str,
+                 options: RunOptions | None = None) -> list[str]:
+    r"""One Markdown table row per cell of :obj:`cells` (state, epochs,
+    epoch time, hours left at the cap, convergence: :class:`Plan`), then
+    the totals: the hours measured on the cells' epochs, those estimated
+    from other seeds' epochs, and those probed, with the measured ratio of
+    the last two."""
+    plan = Plan(cells, out, profile, options)
     lines, totals, ratios = list(HEADER), [0.0, 0.0, 0.0], []
-    for progress in cells_progress:
-        estimate = None
-        if progress.left_h is None:
-            estimate = _estimate(progress, logged[_seedless(progress.cell)], out, profile,
-                                 options)
+    for progress in plan.cells:
+        estimate = plan.estimate(progress)
+        if estimate is not None:
             totals[1] += estimate.from_seeds or 0.0
             totals[2] += 0.0 if estimate.from_seeds is not None else estimate.probed or 0.0
             if estimate.from_seeds is not None and estimate.probed:
@@ -139,12 +176,13 @@ def _progress(out: str, cell: Cell, profile: str, held: HeldParks,
 
 
 def _estimate(progress: CellProgress, logged: list[tuple[int, float]], out: str, profile: str,
-              options: RunOptions | None) -> Estimate:
-    # `logged`: the (seed, median epoch) of the cell's run under the seeds that logged epochs
+              options: RunOptions | None, *, probe: bool = True) -> Estimate:
+    # `logged`: the (seed, median epoch) of the cell's run under the seeds that logged epochs;
+    # without `probe`, the probe is left out (None)
     cell = progress.cell
     seeds = [(seed, epoch_s) for seed, epoch_s in logged if seed != cell.seed]
     epoch_s = statistics.median(epoch_s for _, epoch_s in seeds) if seeds else None
-    probed = CellRun(cell, profile, out, options or RunOptions()).cost()
+    probed = CellRun(cell, profile, out, options or RunOptions()).cost() if probe else None
     return Estimate(from_seeds=None if epoch_s is None else epoch_s * progress.cap / 3600,
                     seeds=tuple(seed for seed, _ in seeds), epoch_s=epoch_s,
                     probed=None if probed is None else probed / 3600)

@@ -281,3 +281,18 @@ def test_park_after_parks_the_running_cells_once_and_goes_on(tmp_path, monkeypat
     assert threading.active_count() == threads  # a run that ends first cancels its park
     with pytest.raises(SystemExit):
         cli(["one", "--out", out, "--park", "--park-after", "1h"])
+
+
+def test_time_limit_backfills_the_cells_of_a_local_run(tmp_path, monkeypatch):
+    from mzattn.repro.engine.launch import first
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    picks = []
+    monkeypatch.setattr(campaign_module, "launch",
+                        lambda *args, pick, **kwargs: picks.append(pick) or {})
+    out = str(tmp_path)
+    assert cli(["one", "--out", out, "--profile", "smoke"]) == 0
+    assert cli(["one", "--out", out, "--profile", "smoke", "--time-limit", "2h55m"]) == 0
+    assert picks[0] is first and picks[1] is not first  # the backfill's
+    for other in (["--park"], ["--launcher", "slurm"]):
+        with pytest.raises(SystemExit):
+            cli(["one", "--out", out, "--time-limit", "1h", *other])

@@ -95,7 +95,7 @@ def _started(monkeypatch, tmp_path, cells, launch_options=None, **kwargs):
     # the runs in the order the launcher hands them on, to the pool or to SLURM
     started = []
     monkeypatch.setattr(launch_module, "run_in_processes",
-                        lambda runs, slots, on_done, threads: started.extend(runs))
+                        lambda runs, slots, on_done, threads, pick: started.extend(runs))
     monkeypatch.setattr(slurm_module, "run_on_slurm",
                         lambda runs, slurm, on_done: started.extend(runs))
     launch(cells, "smoke", str(tmp_path), RunOptions(accelerator="cpu"),

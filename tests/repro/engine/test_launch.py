@@ -18,6 +18,7 @@ from mzattn.repro.engine.launch import (
     launch,
     outcome,
     record_failure,
+    run_in_process,
     run_in_processes,
     visible_devices,
 )
@@ -264,3 +265,22 @@ def test_the_table_command_runs_seed_groups_on_workers(tmp_path, capsys, options
         in capsys.readouterr().out
     for cell in _seed_cells():
         assert read_record(cell_path(str(tmp_path), cell))["seeds_together"] == 2
+
+
+@dataclass(frozen=True)
+class _Runs(CellRun):
+    r"""A cell that does nothing."""
+
+    def __call__(self) -> str:
+        return "ok"
+
+
+def test_the_next_cell_is_the_one_pick_chooses(tmp_path, options):
+    cells = _cells(("MZAttn (centers-only Q/K)", "MZ-GenQK (gen info in Q/K)"))
+    last = lambda queue: len(queue) - 1  # noqa: E731
+    for run_all in (run_in_process, lambda runs, on_done, pick: run_in_processes(
+            runs, [None], on_done, pick=pick)):
+        done: list = []
+        run_all([_Runs(cell, "smoke", str(tmp_path), options) for cell in cells],
+                lambda cell, status, done=done: done.append(cell), pick=last)
+        assert done == cells[::-1]
