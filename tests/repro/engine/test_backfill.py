@@ -30,12 +30,12 @@ def test_the_first_cell_that_ends_in_time_starts(tmp_path, cells, capsys):
     assert backfill(cells, out, "full", 10 * 3600)(queue) == 0  # time for all: in order
     assert capsys.readouterr().out == ""
     assert backfill(cells, out, "full", 2.5 * 3600)(queue) == 1  # ST-Large's 2 h fit
-    assert "--time-limit: table3 ST-Large__d_8__s0 starts before 1 queued that would not " \
+    assert "--time-limit: table3 ST-Large__d_8__s0 starts before 1 queued that may not " \
            "end in the 2.50 h left (it has ≤ 2.00 h)" in capsys.readouterr().out
     assert backfill(cells, out, "full", 3600)(queue) == 2
-    assert backfill(cells, out, "full", 3600)(queue[:2]) == 0  # none fits: the next in order
-    assert "no queued cell ends in the 1.00 h left: the next in order starts" \
-        in capsys.readouterr().out
+    assert backfill(cells, out, "full", 3600)(queue[:2]) == 1  # none fits: the shortest
+    assert "no queued cell ends by its cap in the 1.00 h left: the shortest, table3 " \
+           "ST-Large__d_8__s0 (≤ 2.00 h), starts" in capsys.readouterr().out
 
 
 def test_the_time_left_shrinks_as_the_run_goes_on(tmp_path, cells, monkeypatch):
@@ -57,13 +57,18 @@ def test_a_cell_with_epochs_is_timed_on_them(tmp_path, cells):
     assert backfill(cells, out, "full", 3600)(_queue(cells, out)) == 0  # 10 epochs of 10 s
 
 
+def test_cells_without_an_estimate_start_in_order_when_no_other_has_one(tmp_path, cells,
+                                                                         monkeypatch):
+    out = str(tmp_path)
+    monkeypatch.setattr(status.CellRun, "cost", lambda run: None)  # a real dataset's
+    assert backfill(cells, out, "full", 3600)(_queue(cells, out)[1:]) == 0
+
+
 def test_a_cell_another_process_runs_is_passed_over(tmp_path, cells):
     out = str(tmp_path)
     path = tmp_path / lock_path(out, cells[2])
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path)):  # as run_cell holds it
-        assert backfill(cells, out, "full", 3600)(_queue(cells, out)) == 0  # none else fits
+        assert backfill(cells, out, "full", 3600)(_queue(cells, out)) == 1  # the shortest free
         assert backfill(cells, out, "full", 3600)(_queue(cells, out)[2:]) == 0  # none free
-        with FileLock(str(tmp_path / lock_path(out, cells[0]))):
-            assert backfill(cells, out, "full", 3600)(_queue(cells, out)) == 1  # the first free
     assert backfill(cells, out, "full", 3600)(_queue(cells, out)) == 2
