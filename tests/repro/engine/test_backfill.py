@@ -72,3 +72,13 @@ def test_a_cell_another_process_runs_is_passed_over(tmp_path, cells):
         assert backfill(cells, out, "full", 3600)(_queue(cells, out)) == 1  # the shortest free
         assert backfill(cells, out, "full", 3600)(_queue(cells, out)[2:]) == 0  # none free
     assert backfill(cells, out, "full", 3600)(_queue(cells, out)) == 2
+
+
+def test_a_seed_group_fits_when_all_its_seeds_do(tmp_path, monkeypatch):
+    from mzattn.repro.engine.launch import GroupRun
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Perceiver",), ("d=8",)),))
+    monkeypatch.setattr(status.CellRun, "cost", lambda run: 1800.0)
+    out, cells = str(tmp_path), campaign_cells("one", seeds=(0, 1))
+    queue = [GroupRun(tuple(cells), "full", out, RunOptions()), *_queue(cells[:1], out)]
+    assert backfill(cells, out, "full", 0.9 * 3600)(queue) == 1  # the group has 1 h
+    assert backfill(cells, out, "full", 1.1 * 3600)(queue) == 0
