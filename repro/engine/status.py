@@ -38,7 +38,7 @@ from mzattn.repro.training.twins import find_twin, run_of
 
 from .launch import CellRun
 from .parks_branch import HeldParks
-from .runs import cell_key
+from .runs import cell_key, say
 
 HEADER = ["| table | cell | state | epochs | s/epoch | left at cap (h) | convergence |",
           "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -220,11 +220,21 @@ def _totals_line(measured: float, from_seeds: float, probed: float, ratios: list
 
 
 def _history(out: str, cell: Cell) -> list[dict[str, str]]:
+    # the rows of the cell's CSV log; none, and a line that says why, when a row has no epoch
+    # time (a log that something other than the run edited): a plan goes on past it
     path = log_path(out, cell)
     if not osp.exists(path):
         return []
     with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+        rows = list(csv.DictReader(f))
+    for line, row in enumerate(rows, start=2):  # line 1 is the header
+        try:
+            float(row.get("epoch_time_s") or "")
+        except ValueError:
+            say(f"{path}, line {line}: epoch_time_s {row.get('epoch_time_s')!r} is not a "
+                "number: the cell's epochs are not counted")
+            return []
+    return rows
 
 
 def _parked_rows(out: str, cell: Cell, held: HeldParks | None) -> list[dict] | None:

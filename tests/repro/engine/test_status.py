@@ -99,3 +99,17 @@ def test_a_cell_not_started_is_timed_on_the_epochs_of_its_other_seeds(tmp_path, 
     # the ratios of the cells with both: 3 (masked s2), 50 (padded s1 and s2)
     assert f"ran at 50.0× the probe (median of 3), which would make these ≈ " \
         f"{50 * 6 * probe:.1f} h." in last
+
+
+def test_a_log_without_epoch_times_is_said_and_not_counted(tmp_path, monkeypatch, capsys):
+    from mzattn.repro.training.layout import log_path
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    out, (cell,) = str(tmp_path), campaign_cells("one")
+    path = tmp_path / log_path(out, cell)
+    path.parent.mkdir(parents=True)
+    path.write_text("epoch,train_loss,val_loss,val_metric,lr,epoch_time_s\n1,1,1,1,1,12.5\n"
+                    "2,1,1,1,1,oops\n")
+    (line,) = [row for row in status_lines(campaign_cells("one"), out, "full")
+               if f"| {cell.cell_id} |" in row]
+    assert "| queued | 0/" in line and "| ≈ " in line  # probed, as a cell not started
+    assert f"{path}, line 3: epoch_time_s 'oops' is not a number" in capsys.readouterr().out
