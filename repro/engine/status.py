@@ -150,13 +150,17 @@ def status_lines(cells: list[Cell], out: str, profile: str,
 def _progress(out: str, cell: Cell, profile: str, held: HeldParks,
               firsts: dict[tuple[str, str], Cell]) -> CellProgress:
     from mzattn.repro.report.convergence import convergence
-    record, rows = peek_record(cell_path(out, cell)), _history(out, cell)
-    parked = None if (record or {}).get("status") == "ok" or osp.exists(
-        osp.join(checkpoint_dir(out, cell), "last.ckpt")) else _parked_rows(out, cell, held)
-    rows = rows or parked or []  # a fresh clone's
+    record, logged = peek_record(cell_path(out, cell)), _history(out, cell)
+    resumable = (record or {}).get("status") == "ok" or osp.exists(
+        osp.join(checkpoint_dir(out, cell), "last.ckpt"))
+    parked = None if resumable else _parked_rows(out, cell, held)
+    # the epochs it resumes from: its log's with its own checkpoint, else its park's (a fresh
+    # clone's), else none, whatever a log left without a checkpoint says (it restarts); its
+    # epoch time from its log, else its park
+    rows = logged if resumable else parked or []
     spec = load_spec(cell.table)
     cap = spec.profile(profile).max_epochs
-    times = [float(row["epoch_time_s"]) for row in rows]
+    times = [float(row["epoch_time_s"]) for row in logged or parked or []]
     epoch_s = sum(times[-5:]) / len(times[-5:]) if times else None
     config, metric = cell_config(spec, cell, profile), spec.metric_of(cell.column.label)
     twin = _finished_twin(out, config, metric) if record is None else None
@@ -171,7 +175,8 @@ def _progress(out: str, cell: Cell, profile: str, held: HeldParks,
         state = "running" if _held(out, cell) else (
             "failed" if record is not None else "parked" if parked is not None else "queued")
         left = None if epoch_s is None else epoch_s * (cap - len(rows)) / 3600
-        conv = ""
+        conv = "" if len(rows) == len(times) else \
+            f"restarts: its log's {len(times)} epochs have no checkpoint"
     return CellProgress(cell, state, len(rows), cap, epoch_s, left, conv, times)
 
 

@@ -67,7 +67,7 @@ def test_status_shows_a_parked_cell_with_the_epochs_of_its_park(tmp_path, monkey
 def test_a_cell_not_started_is_timed_on_the_epochs_of_its_other_seeds(tmp_path, monkeypatch):
     from mzattn.repro.engine import status
     from mzattn.repro.training.history import FIELDS, write_csv_atomic
-    from mzattn.repro.training.layout import log_path
+    from mzattn.repro.training.layout import checkpoint_dir, log_path
     monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8", "d=32")),))
     cap = load_spec("table3").profile("full").max_epochs
     monkeypatch.setattr(status.CellRun, "cost", lambda run: 10.0 * cap)  # 10 s an epoch
@@ -75,9 +75,12 @@ def test_a_cell_not_started_is_timed_on_the_epochs_of_its_other_seeds(tmp_path, 
     cells = {cell.cell_id: cell for cell in campaign_cells(
         "one", seeds=(0, 1, 2), batching=("masked", "padded"))}
 
-    def log(cell_id: str, times: list[float]) -> None:
+    def log(cell_id: str, times: list[float]) -> None:  # and the checkpoint to resume from
         write_csv_atomic([dict.fromkeys(FIELDS, 1.0) | {"epoch": epoch + 1, "epoch_time_s": t}
                           for epoch, t in enumerate(times)], log_path(out, cells[cell_id]))
+        live = tmp_path / checkpoint_dir(out, cells[cell_id]) / "last.ckpt"
+        live.parent.mkdir(parents=True)
+        live.write_bytes(b"")
     log("Standard__d_8__s0", [10.0, 30.0, 20.0])  # median 20
     log("Standard__d_8__s1", [40.0, 40.0])  # median 40
     log("Standard__d_8__s0__padded", [500.0])  # another batching: another run
@@ -113,3 +116,26 @@ def test_a_log_without_epoch_times_is_said_and_not_counted(tmp_path, monkeypatch
                if f"| {cell.cell_id} |" in row]
     assert "| queued | 0/" in line and "| ≈ " in line  # probed, as a cell not started
     assert f"{path}, line 3: epoch_time_s 'oops' is not a number" in capsys.readouterr().out
+
+
+def test_a_log_without_a_checkpoint_restarts_at_its_epoch_time(tmp_path, monkeypatch):
+    # a fresh clone keeps an unfinished cell's log (untracked), not its checkpoint: the cell
+    # starts over, and its log still times its epochs
+    from mzattn.repro.training.history import FIELDS, write_csv_atomic
+    from mzattn.repro.training.layout import checkpoint_dir, log_path
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    out, (cell,) = str(tmp_path), campaign_cells("one")
+    cap = load_spec("table3").profile("full").max_epochs
+    write_csv_atomic([dict.fromkeys(FIELDS, 1.0) | {"epoch": epoch, "epoch_time_s": 20.0}
+                      for epoch in range(1, cap - 1)], log_path(out, cell))
+
+    def line() -> str:
+        (found,) = [row for row in status_lines(campaign_cells("one"), out, "full")
+                    if f"| {cell.cell_id} |" in row]
+        return found
+    assert line() == f"| table3 | {cell.cell_id} | queued | 0/{cap} | 20.0 | " \
+        f"{20.0 * cap / 3600:.2f} | restarts: its log's {cap - 2} epochs have no checkpoint |"
+    live = tmp_path / checkpoint_dir(out, cell) / "last.ckpt"
+    live.parent.mkdir(parents=True)
+    live.write_bytes(b"")  # resumed from it: two epochs left
+    assert f"| queued | {cap - 2}/{cap} | 20.0 | {40.0 / 3600:.2f} |  |" in line()
