@@ -175,8 +175,8 @@ def _progress(out: str, cell: Cell, profile: str, held: HeldParks,
         state = "running" if _held(out, cell) else (
             "failed" if record is not None else "parked" if parked is not None else "queued")
         left = None if epoch_s is None else epoch_s * (cap - len(rows)) / 3600
-        conv = "" if len(rows) == len(times) else \
-            f"restarts: its log's {len(times)} epochs have no checkpoint"
+        restarts = not resumable and parked is None and times
+        conv = f"restarts: its log's {len(times)} epochs have no checkpoint" if restarts else ""
     return CellProgress(cell, state, len(rows), cap, epoch_s, left, conv, times)
 
 

@@ -57,6 +57,9 @@ def test_status_shows_a_parked_cell_with_the_epochs_of_its_park(tmp_path, monkey
         return found
     assert f"| parked | 2/{cap} | 45.0 | {hours:.2f} |" in line()  # a fresh clone's
 
+    write_csv_atomic(rows + rows[:1], log_path(out, cell))  # a log past its park: resumes
+    assert f"| parked | 2/{cap} | 40.0 | {40.0 * (cap - 2) / 3600:.2f} |  |" in line()
+
     write_csv_atomic(rows[:1], log_path(out, cell))  # resumed: its own checkpoint and log
     live = tmp_path / checkpoint_dir(out, cell) / "last.ckpt"
     live.parent.mkdir(parents=True)
