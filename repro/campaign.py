@@ -368,7 +368,7 @@ def cli(argv: list[str]) -> int:
                         help="the run is stopped this long after it starts (a session's or a "
                              "job's end), e.g. 2h55m: a cell that would not end by then at its "
                              "epoch cap lets the next that would start first (backfill); when "
-                             "none would, the next in order starts")
+                             "none would, the shortest starts")
     parser.add_argument("--commit", action="store_true",
                         help="commit each finished cell, with its log and the rebuilt reports, "
                              "to the git repository that holds --out")
