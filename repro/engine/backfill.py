@@ -7,7 +7,8 @@ of every cell it has not finished, unless a park carries them over
 cannot use). So, as SLURM's backfill scheduler does with jobs, a slot that
 frees starts the first cell of the queue, in the campaign's order, whose
 hours left at its cap (:meth:`~mzattn.repro.engine.status.Plan.hours_left`:
-measured on its epochs, else on its other seeds', else probed) fit in the
+measured on its epochs, else on its other seeds', else probed; epochs
+logged before read at the pace of the cells that ran here) fit in the
 time the run has left; a cell that would not end in time lets the cells
 after it that would start first. The cap is an upper bound (early
 stopping ends most cells sooner), so a cell that fits ends in time unless

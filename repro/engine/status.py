@@ -15,6 +15,16 @@ started is timed, in this order of trust:
    a core the run gets, and so runs below the epochs. Where a cell has both
    estimates, the ratio of the first to the second is measured; the last
    line gives its median, the factor by which to read the probed hours.
+
+Epochs logged before (on another machine, which a fresh clone's logs and
+records come from, or under another load) may run at another pace here. The
+cells whose epochs ran here (they run now, or resume from their own
+checkpoint) measure it: the median, over those with other seeds logged
+before, of their last epochs' time over those seeds' median epoch
+(:meth:`Plan.pace`). Every time logged before is read at that pace: the
+other seeds' epochs (unless some ran here), and the log or park of a cell
+that does not resume here. Until a cell has run here, there is no pace to
+apply: the first cells a run starts are timed as logged.
 """
 import csv
 import io
@@ -22,6 +32,7 @@ import os.path as osp
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from mzattn.repro.core.registry import load_spec
 from mzattn.repro.training.cells import RunOptions, cell_config, peek_record
@@ -49,8 +60,10 @@ class CellProgress:
     r"""Where one cell stands: :obj:`epoch_s` is its mean epoch time over
     its last five epochs (:obj:`None` without epochs), :obj:`left_h` the
     hours left at the cap measured on them (0 for a cell done or taken by
-    a twin, :obj:`None` for one not started), :obj:`epoch_times` all its
-    logged epoch times."""
+    a twin, :obj:`None` for one not started, as logged: see :obj:`here`),
+    :obj:`epoch_times` all its logged epoch times, and :obj:`here` whether
+    they ran here: it resumes from its own checkpoint and is not done (else
+    they come from a log or park of before, whose pace may differ)."""
     cell: Cell
     state: str
     epochs: int
@@ -59,19 +72,38 @@ class CellProgress:
     left_h: float | None
     convergence: str
     epoch_times: list[float]
+    here: bool
+
+
+class Logged(NamedTuple):
+    r"""The epochs one seed of a run logged: its :obj:`seed`, its median
+    epoch :obj:`epoch_s` and whether they ran :obj:`here`."""
+    seed: int
+    epoch_s: float
+    here: bool
+
+
+class Pace(NamedTuple):
+    r""":meth:`Plan.pace`: epochs here take :obj:`factor` times those
+    logged before, the median over :obj:`cells` cells."""
+    factor: float
+    cells: int
 
 
 @dataclass
 class Estimate:
     r"""The hours left at the cap of a cell not started: :obj:`from_seeds`
     on :obj:`epoch_s`, the median epoch of the seeds :obj:`seeds` of its
-    run (:obj:`None` when none has logged an epoch), and :obj:`probed` from
-    one timed training step (:obj:`None` where the step cannot be timed
-    without the data: a real dataset)."""
+    run (:obj:`None` when none has logged an epoch; those that ran here if
+    any, else those of before, their hours times :obj:`pace`, or
+    :obj:`None` when none applies), and :obj:`probed` from one timed
+    training step (:obj:`None` where the step cannot be timed without the
+    data: a real dataset)."""
     from_seeds: float | None
     seeds: tuple[int, ...]
     epoch_s: float | None
     probed: float | None
+    pace: Pace | None = None
 
 
 class Plan:
@@ -85,7 +117,8 @@ class Plan:
     cell's record. A cell whose only checkpoint is parked
     (:mod:`~mzattn.repro.training.parking`, a fresh clone), in the work tree
     or on the parks branch (:mod:`.parks_branch`, read, not restored), is
-    :obj:`parked`, its epochs those its park keeps."""
+    :obj:`parked`, its epochs those its park keeps. Hours from epochs
+    logged before are read at this machine's :meth:`pace`."""
 
     def __init__(self, cells: list[Cell], out: str, profile: str,
                  options: RunOptions | None = None) -> None:
@@ -93,16 +126,25 @@ class Plan:
         firsts: dict[tuple[str, str], Cell] = {}  # the first cell of the list with each run
         self.cells = [_progress(out, cell, profile, held, firsts) for cell in cells]
         self._by_key = {cell_key(progress.cell): progress for progress in self.cells}
-        self._logged: dict[tuple, list[tuple[int, float]]] = defaultdict(list)  # seed, median
+        self._logged: dict[tuple, list[Logged]] = defaultdict(list)
         for progress in self.cells:
             if progress.epoch_times:
-                self._logged[_seedless(progress.cell)].append(
-                    (progress.cell.seed, statistics.median(progress.epoch_times)))
+                self._logged[_seedless(progress.cell)].append(Logged(
+                    progress.cell.seed, statistics.median(progress.epoch_times), progress.here))
         self.out, self.profile, self.options = out, profile, options
+        self._pace = _pace(self.cells, self._logged)
 
     def progress(self, cell: Cell) -> CellProgress:
         r"""Where :obj:`cell`, one of the plan's, stands."""
         return self._by_key[cell_key(cell)]
+
+    def pace(self) -> Pace | None:
+        r"""How fast epochs run here against those logged before: the
+        median, over the cells whose epochs ran here and whose run logged
+        epochs under other seeds before, of their mean epoch over those
+        seeds' median epoch (2.0: twice as slow); :obj:`None` when no cell
+        has both."""
+        return self._pace
 
     def estimate(self, progress: CellProgress) -> Estimate | None:
         r"""The estimate of a cell not started (:obj:`progress.left_h` is
@@ -110,17 +152,28 @@ class Plan:
         if progress.left_h is not None:
             return None
         return _estimate(progress, self._logged[_seedless(progress.cell)], self.out,
-                         self.profile, self.options)
+                         self.profile, self.options, pace=self._pace)
+
+    def paced_left(self, progress: CellProgress) -> float | None:
+        r"""The hours :obj:`progress.left_h` at this machine's pace: as they
+        are for epochs that ran here (and for none left), times the
+        :meth:`pace` for those of before."""
+        left = progress.left_h
+        if not left or progress.here or self._pace is None:
+            return left
+        return left * self._pace.factor
 
     def hours_left(self, cell: Cell) -> float | None:
         r"""The hours of one core :obj:`cell` has left at its cap, on the
-        best of its estimates (probed only when it has no other);
-        :obj:`None` when it has none (a real dataset's cell not started)."""
+        best of its estimates (probed only when it has no other), at this
+        machine's pace; :obj:`None` when it has none (a real dataset's cell
+        not started)."""
         progress = self.progress(cell)
         if progress.left_h is not None:
-            return progress.left_h
+            return self.paced_left(progress)
         logged = self._logged[_seedless(cell)]
-        seeds = _estimate(progress, logged, self.out, self.profile, self.options, probe=False)
+        seeds = _estimate(progress, logged, self.out, self.profile, self.options,
+                          pace=self._pace, probe=False)
         return seeds.from_seeds if seeds.from_seeds is not None else \
             self.estimate(progress).probed
 
@@ -141,9 +194,9 @@ def status_lines(cells: list[Cell], out: str, profile: str,
             totals[2] += 0.0 if estimate.from_seeds is not None else estimate.probed or 0.0
             if estimate.from_seeds is not None and estimate.probed:
                 ratios.append(estimate.from_seeds / estimate.probed)
-        totals[0] += progress.left_h or 0.0
-        lines.append(_row(progress, estimate))
-    lines.append("\n" + _totals_line(*totals, ratios))
+        totals[0] += plan.paced_left(progress) or 0.0
+        lines.append(_row(progress, estimate, plan))
+    lines.append("\n" + _totals_line(*totals, ratios) + _pace_line(plan.pace()))
     return lines
 
 
@@ -177,20 +230,35 @@ def _progress(out: str, cell: Cell, profile: str, held: HeldParks,
         left = None if epoch_s is None else epoch_s * (cap - len(rows)) / 3600
         restarts = not resumable and parked is None and times
         conv = f"restarts: its log's {len(times)} epochs have no checkpoint" if restarts else ""
-    return CellProgress(cell, state, len(rows), cap, epoch_s, left, conv, times)
+    here = state != "done" and osp.exists(osp.join(checkpoint_dir(out, cell), "last.ckpt"))
+    return CellProgress(cell, state, len(rows), cap, epoch_s, left, conv, times, here)
 
 
-def _estimate(progress: CellProgress, logged: list[tuple[int, float]], out: str, profile: str,
-              options: RunOptions | None, *, probe: bool = True) -> Estimate:
-    # `logged`: the (seed, median epoch) of the cell's run under the seeds that logged epochs;
-    # without `probe`, the probe is left out (None)
+def _estimate(progress: CellProgress, logged: list[Logged], out: str, profile: str,
+              options: RunOptions | None, *, pace: Pace | None,
+              probe: bool = True) -> Estimate:
+    # `logged`: the cell's run under the seeds that logged epochs; those that ran here if
+    # any, else those of before at `pace`; without `probe`, the probe is left out (None)
     cell = progress.cell
-    seeds = [(seed, epoch_s) for seed, epoch_s in logged if seed != cell.seed]
-    epoch_s = statistics.median(epoch_s for _, epoch_s in seeds) if seeds else None
+    seeds = [one for one in logged if one.seed != cell.seed]
+    seeds = [one for one in seeds if one.here] or seeds
+    epoch_s = statistics.median(one.epoch_s for one in seeds) if seeds else None
+    paced = pace if seeds and not seeds[0].here else None
+    hours = None if epoch_s is None else \
+        epoch_s * progress.cap / 3600 * (paced.factor if paced else 1.0)
     probed = CellRun(cell, profile, out, options or RunOptions()).cost() if probe else None
-    return Estimate(from_seeds=None if epoch_s is None else epoch_s * progress.cap / 3600,
-                    seeds=tuple(seed for seed, _ in seeds), epoch_s=epoch_s,
-                    probed=None if probed is None else probed / 3600)
+    return Estimate(from_seeds=hours, seeds=tuple(one.seed for one in seeds), epoch_s=epoch_s,
+                    probed=None if probed is None else probed / 3600, pace=paced)
+
+
+def _pace(cells: list[CellProgress], logged: dict[tuple, list[Logged]]) -> Pace | None:
+    ratios = []
+    for progress in cells:
+        before = [one.epoch_s for one in logged[_seedless(progress.cell)]
+                  if not one.here and one.seed != progress.cell.seed]
+        if progress.here and progress.epoch_s and before:
+            ratios.append(progress.epoch_s / statistics.median(before))
+    return Pace(statistics.median(ratios), len(ratios)) if ratios else None
 
 
 def _seedless(cell: Cell) -> tuple[str, str, str, str]:
@@ -198,12 +266,15 @@ def _seedless(cell: Cell) -> tuple[str, str, str, str]:
     return cell.table, cell.row.label, cell.column.label, cell.batching
 
 
-def _row(progress: CellProgress, estimate: Estimate | None) -> str:
-    cell, epoch_s, left = progress.cell, progress.epoch_s, progress.left_h
+def _row(progress: CellProgress, estimate: Estimate | None, plan: Plan) -> str:
+    cell, epoch_s, left = progress.cell, progress.epoch_s, plan.paced_left(progress)
     shown = "—" if left is None else f"{left:.2f}"
+    if left != progress.left_h:  # logged before, at this machine's pace
+        shown += f" (× {plan.pace().factor:.2f})"
     if estimate is not None and estimate.from_seeds is not None:
         seeds = ", ".join(f"s{seed}" for seed in estimate.seeds)
-        epoch_s, shown = estimate.epoch_s, f"{estimate.from_seeds:.2f} (as {seeds})"
+        paced = "" if estimate.pace is None else f", × {estimate.pace.factor:.2f}"
+        epoch_s, shown = estimate.epoch_s, f"{estimate.from_seeds:.2f} (as {seeds}{paced})"
     elif estimate is not None and estimate.probed is not None:
         shown = f"≈ {estimate.probed:.2f}"
     return (f"| {cell.table} | {cell.cell_id} | {progress.state} | "
@@ -222,6 +293,14 @@ def _totals_line(measured: float, from_seeds: float, probed: float, ratios: list
     factor = statistics.median(ratios)
     return (line + f": the cells that have both estimates ran at {factor:.1f}× the probe "
             f"(median of {len(ratios)}), which would make these ≈ {factor * probed:.1f} h.")
+
+
+def _pace_line(pace: Pace | None) -> str:
+    if pace is None:
+        return ""
+    return (f" Epochs here run at {pace.factor:.2f}× those logged before (median of "
+            f"{pace.cells} cells that ran here against their other seeds): the hours from "
+            "epochs of before are read at that pace.")
 
 
 def _history(out: str, cell: Cell) -> list[dict[str, str]]:

@@ -142,3 +142,58 @@ def test_a_log_without_a_checkpoint_restarts_at_its_epoch_time(tmp_path, monkeyp
     live.parent.mkdir(parents=True)
     live.write_bytes(b"")  # resumed from it: two epochs left
     assert f"| queued | {cap - 2}/{cap} | 20.0 | {40.0 / 3600:.2f} |  |" in line()
+
+
+def test_epochs_logged_before_are_read_at_the_pace_of_the_cells_that_ran_here(
+        tmp_path, monkeypatch):
+    # a fresh clone on a slower machine: the cells that resume from a checkpoint here run at
+    # twice the epoch time their other seeds logged before, so every time of before doubles
+    import json
+
+    from mzattn.repro.engine.status import Plan
+    from mzattn.repro.training.history import FIELDS, write_csv_atomic
+    from mzattn.repro.training.layout import checkpoint_dir, log_path
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8", "d=32")),))
+    cap = load_spec("table3").profile("full").max_epochs
+    out = str(tmp_path)
+    cells = {cell.cell_id: cell for cell in campaign_cells("one", seeds=(0, 1, 2, 3))}
+
+    def log(cell_id: str, epoch_s: float, *, here: bool = False, done: bool = False) -> None:
+        cell = cells[cell_id]
+        write_csv_atomic([dict.fromkeys(FIELDS, 1.0) | {"epoch": epoch, "epoch_time_s": epoch_s}
+                          for epoch in (1, 2, 3)], log_path(out, cell))
+        if here:  # resumes from its own checkpoint: its epochs ran here
+            (tmp_path / checkpoint_dir(out, cell)).mkdir(parents=True, exist_ok=True)
+            (tmp_path / checkpoint_dir(out, cell) / "last.ckpt").write_bytes(b"")
+        if done:
+            path = tmp_path / cell_path(out, cell)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"version": 1, "status": "ok", "history": []}))
+    log("Standard__d_8__s0", 10.0, done=True)  # before (a record)
+    log("Standard__d_8__s1", 20.0, here=True)  # here: 2x s0
+    log("Standard__d_32__s0", 30.0)  # before, restarts (a log without a checkpoint)
+    log("Standard__d_32__s1", 30.0, here=True)  # here, as fast as s0: 1x
+    log("Standard__d_32__s2", 30.0, here=True)  # its before-seed is s0 alone too: 1x
+    plan = Plan(list(cells.values()), out, "full")
+    assert plan.pace() == (1.0, 3)  # the median of 2, 1, 1
+    log("Standard__d_8__s2", 20.0, here=True)  # here, as s1: against s0, 2x
+    log("Standard__d_32__s2", 90.0, here=True)  # against d=32 s0, 3x
+    plan = Plan(list(cells.values()), out, "full")
+    assert plan.pace() == (2.0, 4)  # the median of 2, 2, 1, 3
+    hours = cap * 10.0 / 3600
+    assert plan.hours_left(cells["Standard__d_8__s1"]) == (cap - 3) * 20.0 / 3600  # here
+    # not started, with seeds that ran here: as they ran (the median of s1 and s2)
+    assert plan.hours_left(cells["Standard__d_8__s3"]) == 2 * hours
+    # a log of before without a checkpoint: restarts, at the pace
+    assert plan.hours_left(cells["Standard__d_32__s0"]) == 2.0 * 3 * hours
+    lines = status_lines(list(cells.values()), out, "full")
+    rows = {line.split(" | ")[1]: line for line in lines if line.startswith("| table3")}
+    assert f"| {2 * 3 * hours:.2f} (× 2.00) | restarts:" in rows["Standard__d_32__s0"]
+    assert "Epochs here run at 2.00× those logged before (median of 4 cells" in lines[-1]
+    log("Standard__d_8__s1", 20.0)  # s1's checkpoint gone: no longer here
+    (tmp_path / checkpoint_dir(out, cells["Standard__d_8__s1"]) / "last.ckpt").unlink()
+    plan = Plan(list(cells.values()), out, "full")
+    # s3's seeds here: s2 alone (20 s); its estimate shows it is not paced
+    assert plan.hours_left(cells["Standard__d_8__s3"]) == 2 * hours
+    est = plan.estimate(plan.progress(cells["Standard__d_8__s3"]))
+    assert est.seeds == (2,) and est.pace is None
