@@ -86,8 +86,8 @@ def test_knobs_runs_the_choices_the_verdicts_lean_on():
     assert {c.column.label for c in table7} == {f"Quadratic TDOF L={L}" for L in (4, 8, 16)}
     table1 = {(c.row.label, c.column.label) for c in cells if c.table == "table1"}
     assert table1 == {(row, column) for row in ("ST-4L", "MZAttn-1L")
-                      for column in ("L=16, d=64", "L=32, d=64", "L=4, 5K train",
-                                     "L=32, 5K train")}
+                      for column in ("L=16, d=64", "L=32, d=64", "L=4, d=64",
+                                     "L=4, 5K train", "L=32, 5K train")}
     spec = load_spec("table1")
     d64 = next(c for c in cells if c.column.label == "L=32, d=64")
     assert cell_config(spec, d64, "full")["task_overrides"] == {"L": 32, "d": 64}

@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import pytest
 from mzattn.repro.analysis.readings import assess_group, evidence_of
@@ -54,13 +55,24 @@ def test_columns_decide_only_under_the_reading_the_papers_numbers_imply():
     assert column_reading(TABLE6.column("RotMatch [unaligned-sum]"), "table6") == ""
 
 
+def _same(fresh: GroupEvidence, stored: GroupEvidence) -> bool:
+    # the statistics to 1e-9 (they come from BLAS, whose rounding differs from one CPU's
+    # instruction set to another's: 1e-14 between AVX2 and AVX-512), all else exactly
+    values = [check.values for check in fresh.checks]
+    return values == [pytest.approx(check.values, rel=1e-9, abs=1e-12)
+                      for check in stored.checks] and fresh == GroupEvidence(
+        stored.group, stored.readings,
+        tuple(replace(old, values=new) for old, new in zip(stored.checks, values,
+                                                             strict=True)))
+
+
 def test_the_committed_evidence_is_what_the_analysis_computes():
     # one group in full (the cheap one); `test_every_group_is_recomputed` does them all (slow)
     stored = json.load(open(EVIDENCE, encoding="utf-8"))
     spec = load_readings()
     assert list(stored["groups"]) == list(spec.groups)
     fresh = evidence_of("sum", assess_group(spec, "sum", stored["sets"], stored["seed"]))
-    assert fresh == load_evidence()["sum"]
+    assert _same(fresh, load_evidence()["sum"])
 
 
 @pytest.mark.slow
@@ -69,7 +81,7 @@ def test_every_group_is_recomputed():
     evidence = load_evidence()
     for group in spec.groups:
         fresh = evidence_of(group, assess_group(spec, group, stored["sets"], stored["seed"]))
-        assert fresh == evidence[group], group
+        assert _same(fresh, evidence[group]), group
 
 
 def test_stale_or_broken_evidence_names_the_file_and_the_command(tmp_path):
