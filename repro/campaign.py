@@ -10,7 +10,8 @@ killed cell resumes from its :obj:`last.ckpt`, and each cell runs under its
 own lock, so separate invocations share the list without running a cell
 twice. Checkpoints are not kept by git: :obj:`--park` copies those of the
 cells not finished to their parked folders (:mod:`.training.parking`), and
-with :obj:`--commit` commits them to the repository's parks branch
+with :obj:`--commit` commits them to the repository's parks branch, or with
+:obj:`--park-branch results` to the results' own branch
 (:mod:`.engine.parks_branch`), so that a session on a fresh clone resumes
 them. Its cells are dispatched like a table's (:mod:`.engine.launch`: in process,
 :obj:`--jobs N` worker processes, or :obj:`--launcher slurm`), and after
@@ -40,6 +41,7 @@ from .engine.options import (
     parse_duration,
     parse_seeds,
 )
+from .engine.parks_branch import PARK_BRANCHES
 from .engine.runner import exit_status, grid
 from .engine.runs import say
 from .engine.status import status_lines
@@ -307,8 +309,8 @@ def _park_cli(args: argparse.Namespace) -> int:
         say("--park: no cell of the campaign has a checkpoint to park")
     if args.commit and parked:
         try:
-            committed = ResultsRepository(args.out).commit_parked(subject(args.names),
-                                                                  parked)
+            committed = ResultsRepository(args.out, parks_to=args.park_branch).commit_parked(
+                subject(args.names), parked)
         except RuntimeError as error:
             say(f"--commit: the parks were not committed: {error}")
             return 1
@@ -338,7 +340,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
 def cli(argv: list[str]) -> int:
     r""":obj:`mzattn-repro campaign NAME [NAME ...] [--out DIR] [--seeds 0,1,2]
     [--jobs N | --launcher slurm] [--status | --park | --park-after DURATION]
-    [--time-limit DURATION] [--commit [--readme README.md]]`."""
+    [--time-limit DURATION] [--commit [--readme README.md] [--park-branch parks|results]]`."""
     parser = argparse.ArgumentParser(prog="mzattn-repro campaign",
                                      description="run a named campaign of cells to completion")
     parser.add_argument("names", nargs="+", choices=sorted(CAMPAIGNS), metavar="NAME",
@@ -357,13 +359,18 @@ def cli(argv: list[str]) -> int:
     what.add_argument("--status", action="store_true", help="print the plan and progress")
     what.add_argument("--park", action="store_true",
                       help="copy the checkpoints of the cells not finished to "
-                           "{out}/{table}/parked/, and with --commit commit them to the git "
-                           "branch 'parks' (a later session, a fresh clone too, resumes from "
+                           "{out}/{table}/parked/, and with --commit commit them to git "
+                           "(--park-branch: a later session, a fresh clone too, resumes from "
                            "them); trains nothing")
     parser.add_argument("--park-after", type=parse_duration, default=None, metavar="DURATION",
                         help="while running, park (and with --commit commit) the cells not "
                              "finished once, this long after the start, e.g. 2h45m, then go "
                              "on: before a session or a job's time limit ends the run")
+    parser.add_argument("--park-branch", choices=PARK_BRANCHES, default="parks",
+                        help="where --commit commits the parks: 'parks', a branch of their "
+                             "own, one commit that replaces the last (default); 'results', "
+                             "the branch checked out, as ordinary commits, for a checkout that "
+                             "brings that branch alone (its history keeps every park)")
     parser.add_argument("--time-limit", type=parse_duration, default=None, metavar="DURATION",
                         help="the run is stopped this long after it starts (a session's or a "
                              "job's end), e.g. 2h55m: a cell that would not end by then at its "
@@ -392,6 +399,8 @@ def cli(argv: list[str]) -> int:
             parser.error(str(error))
     if args.park and args.park_after is not None:
         parser.error("--park-after goes with a run, not with --park")
+    if args.park_branch != "parks" and not (args.commit and (args.park or args.park_after)):
+        parser.error("--park-branch goes with --commit and --park or --park-after")
     if args.time_limit is not None and (args.park or args.launcher == "slurm"):
         parser.error("--time-limit goes with a local run (SLURM schedules an array's cells "
                      "by their --slurm-time)")

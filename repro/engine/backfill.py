@@ -3,8 +3,8 @@ limit (:obj:`mzattn-repro campaign NAME --time-limit 2h55m`).
 
 A run that a session's end or a job's time limit will stop loses the epochs
 of every cell it has not finished, unless a park carries them over
-(:obj:`--park-after`, which a checkout that does not keep the parks branch
-cannot use). So, as SLURM's backfill scheduler does with jobs, a slot that
+(:obj:`--park-after`; a checkout that does not keep the parks branch needs
+:obj:`--park-branch results`). So, as SLURM's backfill scheduler does with jobs, a slot that
 frees starts the first cell of the queue, in the campaign's order, whose
 hours left at its cap (:meth:`~mzattn.repro.engine.status.Plan.hours_left`:
 measured on its epochs, else on its other seeds', else probed; epochs

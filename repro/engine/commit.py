@@ -21,9 +21,12 @@ session resumes in a later one only from a park
 (:mod:`~mzattn.repro.training.parking`, :obj:`mzattn-repro campaign NAME
 --park --commit`): :meth:`ResultsRepository.commit_parked` commits the
 parked checkpoints of the cells it is given to the repository's parks branch
-(:mod:`.parks_branch`), never to the results' branch, whose history would
-keep every park ever made. A finished cell's commit drops that cell's park
-from the parks branch. Both hold the folder's git lock
+(:mod:`.parks_branch`), by default, since the results' branch's history
+would keep every park ever made; with :obj:`--park-branch results`, for a
+checkout that brings the results' branch alone, to that branch. A finished
+cell's commit drops that cell's park from the parks branch, and carries the
+removal of its park from the results' branch; it never commits a park. Both
+hold the folder's git lock
 (:obj:`{out}/locks/git.lock`), so that a park committed beside a running
 campaign never meets its commits.
 """
@@ -44,7 +47,7 @@ from mzattn.repro.report.summary import (
 from mzattn.repro.training.layout import Cell, parked_dir, record_of
 from mzattn.repro.training.parking import NAMES
 
-from .parks_branch import ParksBranch, finished_ok
+from .parks_branch import ParksBranch, finished_ok, park_branch
 
 
 class ResultsRepository:
@@ -54,10 +57,17 @@ class ResultsRepository:
     Raises :class:`ValueError` naming the folder when it is not inside a
     git work tree, or when git ignores the cell files under it (as
     :obj:`results/smoke/`); naming :obj:`readme` when git does not track it
-    in this repository or its verdict region does not list :obj:`out`.
+    in this repository or its verdict region does not list :obj:`out`, and
+    the branch :obj:`parks_to` when it is not one of
+    :obj:`~.parks_branch.PARK_BRANCHES`.
+
+    Attributes:
+        parks (ParksBranch): Where :meth:`commit_parked` commits parks:
+            the parks branch, or with :obj:`parks_to="results"` the results'
+            branch (:func:`~.parks_branch.park_branch`).
     """
 
-    def __init__(self, out: str, readme: str | None = None) -> None:
+    def __init__(self, out: str, readme: str | None = None, parks_to: str = "parks") -> None:
         os.makedirs(out, exist_ok=True)
         self.out = osp.abspath(out)
         try:
@@ -70,6 +80,7 @@ class ResultsRepository:
             raise ValueError(f"--commit: git ignores the cell files under {out} "
                              f"(see `git check-ignore -v {probe}`)")
         self.readme = None if readme is None else self._check_readme(readme)
+        self.parks = park_branch(self.root, parks_to)
 
     def _check_readme(self, readme: str) -> str:
         path = osp.abspath(readme)
@@ -105,19 +116,22 @@ class ResultsRepository:
                 _kind(path) != "logs" or osp.exists(osp.join(self.root, record_of(path))))))
             names = ", ".join(osp.splitext(osp.basename(cell))[0] for cell in cells)
             # first, so that an error of either leaves the cells to the next commit
-            self.parks.write(f"{subject}: drop the parks of {names}", (), self._dropped)
+            ParksBranch(self.root).write(f"{subject}: drop the parks of {names}", (),
+                                         self._dropped)
             self._git("commit", "-q", "-m", f"{subject}: {names}", "--",
-                      osp.relpath(self.out, self.root), *self._rebuilt_readme())
+                      osp.relpath(self.out, self.root), *self._parks_on_disk(),
+                      *self._rebuilt_readme())
             return cells
 
     def commit_parked(self, subject: str, cells: Sequence[Cell]) -> list[str]:
         r"""Commits the parked checkpoints of :obj:`cells`
-        (:func:`~mzattn.repro.training.parking.park`) to the parks branch
-        (:class:`~.parks_branch.ParksBranch`), as one commit :obj:`"{subject}:
-        park {cell ids}"` that replaces the branch's last, with the parks it
-        held of other cells not finished; nothing else of the repository
-        changes. Returns the ids of the cells whose park changed (none: no
-        commit)."""
+        (:func:`~mzattn.repro.training.parking.park`) to :attr:`parks`, as one
+        commit :obj:`"{subject}: park {cell ids}"` that drops the parks of
+        cells finished since: on the parks branch, one that replaces the
+        branch's last, with the parks it held of other cells not finished;
+        on the results' branch, a child of its last that changes nothing
+        else (what the user staged stays staged). Returns the ids of the
+        cells whose park changed (none: no commit)."""
         with self._lock():
             folders = [osp.relpath(parked_dir(self.out, cell), self.root) for cell in cells
                        if osp.isdir(parked_dir(self.out, cell))]
@@ -131,13 +145,16 @@ class ResultsRepository:
             return [osp.basename(folder) for folder in folders
                     if any(path.startswith(folder + "/") for path in changed)]
 
-    @property
-    def parks(self) -> ParksBranch:
-        r"""The repository's parks branch (:obj:`~.parks_branch.PARKS_BRANCH`)."""
-        return ParksBranch(self.root)
+    def _parks_on_disk(self) -> list[str]:
+        # pathspecs that leave out of a finished cell's commit every park the results' branch
+        # holds that is still on disk (a park made since is commit_parked's to commit); the
+        # parks removed with their finished cell go with it
+        tracked = self._git("ls-files", "--", osp.relpath(self.out, self.root)).splitlines()
+        return [f":(exclude,literal){path}" for path in tracked
+                if _parked(path) and osp.exists(osp.join(self.root, path))]
 
     def _dropped(self, path: str) -> bool:
-        # whether the parks branch drops its file `path`: a file of a park under this folder
+        # whether the parks drop their file `path`: a file of a park under this folder
         # whose cell has finished (a failed cell keeps its park, as on disk), or whose parked
         # folder here lacks it (a best.ckpt no longer parked); the parks of other folders, and
         # of cells not parked in this work tree (a fresh clone's), stay

@@ -13,6 +13,13 @@ work tree. Its earlier commits are left to git's garbage collection (the
 branch keeps no reflog), and :obj:`git clone` brings the latest one along as
 :obj:`origin/parks`, from which :func:`restore_parks` copies a cell's park
 back into the work tree when the cell starts there without one.
+
+A checkout that brings the results' branch alone (a copy of :obj:`main`,
+as CI's clean clones and machines that start from one) never sees that
+branch. There :obj:`--park-branch results` commits the parks on the results'
+branch itself, as ordinary commits (:class:`ResultsBranchParks`): the
+checkout then holds them in its work tree, whence the cells resume, at the
+price of a history that keeps every park so committed.
 """
 import os
 import os.path as osp
@@ -31,6 +38,10 @@ r"""The branch that holds the parks."""
 LOCAL, REMOTE = f"refs/heads/{PARKS_BRANCH}", f"refs/remotes/origin/{PARKS_BRANCH}"
 r"""Where the parks are read from: this repository's branch, else the one
 :obj:`git clone` fetched (a fresh clone has no local branch yet)."""
+
+PARK_BRANCHES = ("parks", "results")
+r"""Where :obj:`--park --commit` commits the parks (:func:`park_branch`):
+the parks branch, or the results' branch that is checked out."""
 
 
 class ParksBranch:
@@ -73,12 +84,12 @@ class ParksBranch:
                               cwd=self.root, capture_output=True, check=True).stdout
 
     def write(self, message: str, add: Sequence[str], drop: Callable[[str], bool]) -> list[str]:
-        r"""Replaces the branch by one commit :obj:`message` without a
-        parent: the files it held, less those :obj:`drop` names, with the
-        work tree's files :obj:`add` (paths relative to the root; ignored
-        files too) in their place. Returns the paths that changed, sorted
-        (none: the branch is as it was, and no commit is made). The caller
-        holds the results folder's git lock."""
+        r"""Commits, as :obj:`message`, the files the branch held, less those
+        :obj:`drop` names, with the work tree's files :obj:`add` (paths
+        relative to the root; ignored files too) in their place
+        (:meth:`_commit`). Returns the paths that changed, sorted (none: the
+        branch is as it was, and no commit is made). The caller holds the
+        results folder's git lock."""
         base = self.head()
         if base is None and not add:
             return []
@@ -95,12 +106,16 @@ class ParksBranch:
             tree = self._run("write-tree", env=index).stdout.strip()
         if base is not None and tree == self._run("rev-parse", f"{base}^{{tree}}").stdout.strip():
             return []
-        changed = self._run(*(("diff-tree", "-r", "--name-only", base, tree) if base else
-                              ("ls-tree", "-r", "--name-only", tree))).stdout.split()
+        changed = sorted(self._run(*(("diff-tree", "-r", "--name-only", base, tree) if base else
+                                     ("ls-tree", "-r", "--name-only", tree))).stdout.split())
+        self._commit(tree, message, base, changed)
+        return changed
+
+    def _commit(self, tree: str, message: str, base: str | None, changed: list[str]) -> None:
+        # one commit without a parent, replacing the branch's last; no reflog, so that the
+        # parks it replaces are garbage
         commit = self._run("commit-tree", tree, "-m", message).stdout.strip()
-        # no reflog, so that the parks this commit replaces are garbage
         self._run("-c", "core.logAllRefUpdates=false", "update-ref", LOCAL, commit)
-        return sorted(changed)
 
     def _run(self, *args: str, env: dict[str, str] | None = None,
              check: bool = True) -> subprocess.CompletedProcess:
@@ -109,6 +124,36 @@ class ParksBranch:
         if check and done.returncode != 0:
             raise RuntimeError(f"git {args[0]}: {done.stderr.strip() or done.stdout.strip()}")
         return done
+
+
+class ResultsBranchParks(ParksBranch):
+    r"""The parks committed on the results' branch, the one checked out in
+    the work tree at :obj:`root` (:obj:`--park-branch results`), as ordinary
+    commits: a checkout of that branch alone holds them in its work tree.
+    Each commit keeps its parks in the branch's history for good (about
+    6 MB per MZ cell and park)."""
+
+    def head(self) -> str | None:
+        r"""The commit checked out; :obj:`None` before the first."""
+        done = self._run("rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    def _commit(self, tree: str, message: str, base: str | None, changed: list[str]) -> None:
+        # a child of the commit checked out, which the branch then names (refused if it moved);
+        # the index takes the changed paths from it and keeps what the user staged elsewhere
+        parent = () if base is None else ("-p", base)
+        commit = self._run("commit-tree", tree, *parent, "-m", message).stdout.strip()
+        self._run("update-ref", "-m", f"commit: {message}", "HEAD", commit,
+                  *(() if base is None else (base,)))
+        self._run("reset", "-q", "--", *changed)
+
+
+def park_branch(root: str, name: str) -> ParksBranch:
+    r"""The parks of the repository at :obj:`root` that :obj:`--park-branch
+    {name}` commits (:obj:`PARK_BRANCHES`)."""
+    if name not in PARK_BRANCHES:
+        raise ValueError(f"--park-branch: {name!r} is not one of {', '.join(PARK_BRANCHES)}")
+    return ParksBranch(root) if name == "parks" else ResultsBranchParks(root)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ under :obj:`{out}/{table}/`.
     {out}/{table}/locks/{cell_id}.lock     a running cell's lock (:func:`lock_path`)
     {out}/{table}/ckpt/{cell_id}/          its checkpoints, ignored by git (:func:`checkpoint_dir`)
     {out}/{table}/parked/{cell_id}/        their parked copy, which git keeps on the
-                                           branch `parks` (:func:`parked_dir`)
+                                           branch `parks`, or on the results' own
+                                           (:func:`parked_dir`)
 """
 import os.path as osp
 from dataclasses import dataclass

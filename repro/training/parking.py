@@ -8,9 +8,10 @@ them. :func:`park` copies its :obj:`last.ckpt` and :obj:`best.ckpt` (one of
 an earlier epoch without the optimiser's state, :func:`lean`: the test reads
 the weights) to :obj:`{out}/{table}/parked/{cell_id}/`
 (:func:`~mzattn.repro.training.layout.parked_dir`), which
-:obj:`--park --commit` commits to the repository's parks branch
+:obj:`--park --commit` commits to the repository's parks branch, or with
+:obj:`--park-branch results` to the results' own
 (:mod:`~mzattn.repro.engine.parks_branch`, which also copies a park back
-from it on a fresh clone); :func:`unpark` copies them back when the cell
+from the parks branch on a fresh clone); :func:`unpark` copies them back when the cell
 starts without a :obj:`last.ckpt` of its own, and the cell resumes from them as from its own
 (:func:`~mzattn.repro.training.checkpoints.resumable`: one that does not
 load is set aside and the cell restarts; the paths of the callback state

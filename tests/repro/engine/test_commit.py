@@ -185,6 +185,64 @@ def test_parks_go_to_the_parks_branch_and_leave_with_their_finished_cell(repo, d
     assert _git(repo, "show", f"{PARKS_BRANCH}:{parked[3]}") == "last of 1, an epoch later"
 
 
+def test_parks_on_the_results_branch_travel_with_it_and_leave_with_their_cell(
+        repo, data_root, monkeypatch, capsys, tmp_path_factory):
+    # --park-branch results: for a checkout that brings the results' branch alone
+    monkeypatch.setitem(CAMPAIGNS, "one", (Entry("table3", ("Standard",), ("d=8",)),))
+    monkeypatch.setenv("MZATTN_DATA", data_root)
+    out = repo / "results" / "full"
+    args = ["one", "--out", str(out), "--profile", "smoke", "--threads", "1"]
+    s0, s1 = campaign_cells("one", (0, 1), "smoke")
+    for cell in (s0, s1):
+        _fake_checkpoints(str(out), cell, f"last of {cell.seed}".encode(), b"best")
+    (repo / "README.md").write_text("# a project, edited\n")  # work of the user's, staged
+    _git(repo, "add", "README.md")
+    park_args = ["--park", "--commit", "--park-branch", "results"]
+
+    assert cli([*args, "--seeds", "0,1", *park_args]) == 0
+    assert f"committed the parks of {s0.cell_id}, {s1.cell_id}" in capsys.readouterr().out
+    assert _git(repo, "log", "--format=%s").splitlines() == [
+        f"campaign one: park {s0.cell_id}, {s1.cell_id}", "start"]
+    parked = [f"results/full/table3/parked/{cell.cell_id}/{name}" for cell in (s0, s1)
+              for name in ("best.ckpt", "last.ckpt")]
+    assert _git(repo, "show", "--name-only", "--format=", "HEAD").split() == parked
+    assert _git(repo, "status", "--porcelain").splitlines() == ["M  README.md"]  # still staged
+    assert _git(repo, "branch", "--list", PARKS_BRANCH) == ""
+    assert cli([*args, "--seeds", "0,1", *park_args]) == 0  # nothing new: no commit
+    assert "the parks are as committed already" in capsys.readouterr().out
+
+    _fake_checkpoints(str(out), s1, b"last of 1, an epoch later", b"best")
+    assert cli([*args, "--seeds", "1", *park_args]) == 0
+    assert _git(repo, "show", f"HEAD:{parked[3]}") == "last of 1, an epoch later"
+    assert _git(repo, "show", f"HEAD~1:{parked[3]}") == "last of 1"  # the history keeps it
+    clone = tmp_path_factory.mktemp("clone") / "mzattn"
+    _git(repo, "clone", "-q", "--single-branch", str(repo), str(clone))  # no parks branch
+    assert (Path(parked_dir(str(clone / "results" / "full"), s0)) / "last.ckpt").read_bytes() \
+        == b"last of 0"  # in the work tree, whence the cell resumes
+
+    _fake_checkpoints(str(out), s1, b"last of 1, parked, not committed", b"best")
+    assert park(str(out), s1)
+    shutil.rmtree(checkpoint_dir(str(out), s0))  # a fresh clone
+    assert cli([*args, "--seeds", "0", "--commit"]) == 0  # its park does not load: a restart
+    assert "not a loadable checkpoint" in capsys.readouterr().err
+    assert _git(repo, "log", "-1", "--format=%s") == f"campaign one: {s0.cell_id}\n"
+    assert _ls(repo, "results/full/table3/parked") == parked[2:]  # s0's left with it
+    assert _git(repo, "show", f"HEAD:{parked[3]}") == "last of 1, an epoch later"  # not s1's new
+    assert _git(repo, "status", "--porcelain", "--", "results").splitlines() == [
+        f" M {parked[3]}"]
+
+
+def test_park_branch_goes_with_a_committed_park(repo, capsys):
+    out = str(repo / "results" / "full")
+    for extra in ([], ["--park"], ["--commit"]):
+        with pytest.raises(SystemExit):
+            cli(["knobs", "--out", out, "--park-branch", "results", *extra])
+        assert "--park-branch goes with --commit and --park or --park-after" in \
+            capsys.readouterr().err
+    with pytest.raises(ValueError, match="--park-branch: 'main' is not one of parks, results"):
+        ResultsRepository(out, parks_to="main")
+
+
 def _record(path: Path, cell, status: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"version": RECORD_VERSION, "status": status,
