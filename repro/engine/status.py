@@ -141,7 +141,7 @@ class Plan:
     def pace(self) -> Pace | None:
         r"""How fast epochs run here against those logged before: the
         median, over the cells whose epochs ran here and whose run logged
-        epochs under other seeds before, of their mean epoch over those
+        epochs under other seeds before, of their epoch time (:obj:`epoch_s`) over those
         seeds' median epoch (2.0: twice as slow); :obj:`None` when no cell
         has both."""
         return self._pace
