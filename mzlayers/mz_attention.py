@@ -2,12 +2,12 @@ r"""Matrix Zonotopic multi-head attention (Eq. 3 of the MZAttn paper)."""
 
 import torch
 from torch import Tensor
-from torch.nn import Linear, Parameter
+from torch.nn import Parameter
 from torch.utils.checkpoint import checkpoint
 
 from mzlayers.generator_path import GeneratorTail, budgeted_generators, in_transform
 from mzlayers.layout import SetLayout
-from mzlayers.linear import linear
+from mzlayers.linear import Linear, linear
 from mzlayers.multihead import MultiheadSetAttention
 from mzlayers.summary import SetSummary
 from mzlayers.zonotope import Zonotope

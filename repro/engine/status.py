@@ -57,8 +57,8 @@ HEADER = ["| table | cell | state | epochs | s/epoch | left at cap (h) | converg
 
 @dataclass
 class CellProgress:
-    r"""Where one cell stands: :obj:`epoch_s` is its mean epoch time over
-    its last five epochs (:obj:`None` without epochs), :obj:`left_h` the
+    r"""Where one cell stands: :obj:`epoch_s` is its median epoch time
+    over its last five epochs (:obj:`None` without epochs), :obj:`left_h` the
     hours left at the cap measured on them (0 for a cell done or taken by
     a twin, :obj:`None` for one not started, as logged: see :obj:`here`),
     :obj:`epoch_times` all its logged epoch times, and :obj:`here` whether
@@ -141,7 +141,7 @@ class Plan:
     def pace(self) -> Pace | None:
         r"""How fast epochs run here against those logged before: the
         median, over the cells whose epochs ran here and whose run logged
-        epochs under other seeds before, of their mean epoch over those
+        epochs under other seeds before, of their epoch time (:obj:`epoch_s`) over those
         seeds' median epoch (2.0: twice as slow); :obj:`None` when no cell
         has both."""
         return self._pace
@@ -214,7 +214,9 @@ def _progress(out: str, cell: Cell, profile: str, held: HeldParks,
     spec = load_spec(cell.table)
     cap = spec.profile(profile).max_epochs
     times = [float(row["epoch_time_s"]) for row in logged or parked or []]
-    epoch_s = sum(times[-5:]) / len(times[-5:]) if times else None
+    # the median, not the mean: one epoch stalled (a suspended machine, a test run beside it)
+    # must not make the cell look hours longer, which would keep the backfill from starting it
+    epoch_s = statistics.median(times[-5:]) if times else None
     config, metric = cell_config(spec, cell, profile), spec.metric_of(cell.column.label)
     twin = _finished_twin(out, config, metric) if record is None else None
     first = firsts.setdefault((run_of(config), metric), cell)

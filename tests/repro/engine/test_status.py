@@ -58,7 +58,7 @@ def test_status_shows_a_parked_cell_with_the_epochs_of_its_park(tmp_path, monkey
     assert f"| parked | 2/{cap} | 45.0 | {hours:.2f} |" in line()  # a fresh clone's
 
     write_csv_atomic(rows + rows[:1], log_path(out, cell))  # a log past its park: resumes
-    assert f"| parked | 2/{cap} | 40.0 | {40.0 * (cap - 2) / 3600:.2f} |  |" in line()
+    assert f"| parked | 2/{cap} | 30.0 | {30.0 * (cap - 2) / 3600:.2f} |  |" in line()  # 30, 60, 30
 
     write_csv_atomic(rows[:1], log_path(out, cell))  # resumed: its own checkpoint and log
     live = tmp_path / checkpoint_dir(out, cell) / "last.ckpt"
@@ -84,7 +84,7 @@ def test_a_cell_not_started_is_timed_on_the_epochs_of_its_other_seeds(tmp_path, 
         live = tmp_path / checkpoint_dir(out, cells[cell_id]) / "last.ckpt"
         live.parent.mkdir(parents=True)
         live.write_bytes(b"")
-    log("Standard__d_8__s0", [10.0, 30.0, 20.0])  # median 20
+    log("Standard__d_8__s0", [900.0, 10.0, 20.0, 30.0, 20.0, 950.0, 20.0])  # medians 20
     log("Standard__d_8__s1", [40.0, 40.0])  # median 40
     log("Standard__d_8__s0__padded", [500.0])  # another batching: another run
     lines = status_lines(list(cells.values()), out, "full")
@@ -95,9 +95,9 @@ def test_a_cell_not_started_is_timed_on_the_epochs_of_its_other_seeds(tmp_path, 
     assert f"| 500.0 | {padded:.2f} (as s0) |" in rows["Standard__d_8__s2__padded"]
     probe = 10.0 * cap / 3600
     assert f"| queued | 0/{cap} | — | ≈ {probe:.2f} |" in rows["Standard__d_32__s1"]
-    assert rows["Standard__d_8__s0"].startswith(  # its own epochs: the last five
-        f"| table3 | Standard__d_8__s0 | queued | 3/{cap} | 20.0 | {20 * (cap - 3) / 3600:.2f} |")
-    measured = (20.0 * (cap - 3) + 40.0 * (cap - 2) + 500.0 * (cap - 1)) / 3600
+    assert rows["Standard__d_8__s0"].startswith(  # its own epochs: the median of the last five
+        f"| table3 | Standard__d_8__s0 | queued | 7/{cap} | 20.0 | {20 * (cap - 7) / 3600:.2f} |")
+    measured = (20.0 * (cap - 7) + 40.0 * (cap - 2) + 500.0 * (cap - 1)) / 3600
     last = lines[-1]
     assert f"{measured:.1f} h of one core measured" in last
     assert f"{hours + 2 * padded:.1f} h for the cells not started from the epochs of" in last
