@@ -40,6 +40,15 @@ def test_cuda_and_cpu_info_describe_this_machine():
     assert cpu["logical_cpus"] == os.cpu_count()
     assert cpu["torch_threads"] == torch.get_num_threads()
     assert 1 <= cpu["usable_cpus"] <= cpu["logical_cpus"]
+    assert cpu["capability"] == torch.backends.cpu.get_cpu_capability()
+    assert cpu["processor"]
+
+
+def test_results_record_the_cpu_and_its_vector_instructions():
+    record = envinfo.environment_record()
+    model, capability = record["cpu"].rsplit(", ", 1)
+    assert model == envinfo.cpu_model() and model
+    assert capability == torch.backends.cpu.get_cpu_capability()  # e.g. AVX2, AVX512
 
 
 def test_report_lists_every_field_and_gpu():
