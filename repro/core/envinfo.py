@@ -4,6 +4,7 @@ know about the machine: package versions, CUDA, GPUs, CPU threads, the git
 commit and the cache folders (``mzattn-repro env``), plus the device the
 reproduction uses by default."""
 import argparse
+import contextlib
 import datetime
 import functools
 import importlib.metadata
@@ -111,13 +112,10 @@ def cuda_info() -> dict[str, Any]:
 def cpu_model() -> str:
     r"""The CPU's model name: Linux's :obj:`/proc/cpuinfo`, else what
     :mod:`platform` knows (often only the architecture)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
 
 
